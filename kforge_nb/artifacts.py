@@ -1,0 +1,40 @@
+"""Artifact folders: one per evaluation (and, later, per run and iteration).
+
+Every write goes to a temporary file in the same folder and is renamed into place, so a crash
+never leaves half a file behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
+def write_json(path: str | Path, data) -> Path:
+    return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def new_folder(root: str | Path, label: str) -> Path:
+    """A fresh, uniquely named folder under root: <time>-<label>[-n]."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    stem = time.strftime("%Y%m%d-%H%M%S") + "-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:40]
+    for n in range(1000):
+        folder = root / (stem if n == 0 else f"{stem}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create an artifact folder under {root}")

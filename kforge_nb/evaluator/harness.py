@@ -1,0 +1,208 @@
+"""Helpers both worker processes share: loading source as a module, trial inputs, timing, profiling.
+
+Runs only inside worker children. The clocks, synchronisation and serialisation it uses are bound
+at import, before any candidate code exists, so a candidate that patches `time.perf_counter` or
+`torch.cuda.Event` afterwards cannot change what is measured (and `integrity` reports the patch).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+import torch
+
+perf_counter_ns = time.perf_counter_ns
+torch_save = torch.save
+torch_load = torch.load
+json_dump = json.dump
+CudaEvent = torch.cuda.Event
+event_record = torch.cuda.Event.record
+event_elapsed = torch.cuda.Event.elapsed_time
+cuda_synchronize = torch.cuda.synchronize
+
+# --- source as a module -------------------------------------------------------------------------
+
+
+def load_module(source: str, filename: str, name: str) -> types.ModuleType:
+    """Execute source as a fresh module whose tracebacks point at `filename`."""
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    sys.modules[name] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def as_tensor_list(value) -> list[torch.Tensor]:
+    """Normalise a forward's result (tensor, tuple, list, number) to a flat list of tensors."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in as_tensor_list(v)]
+    if isinstance(value, (int, float, bool)):
+        return [torch.tensor(value)]
+    raise TypeError(f"forward returned {type(value).__name__}; expected tensors")
+
+
+def to_device(values, device: str):
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        cuda_synchronize()
+    elif device == "mps":
+        torch.mps.synchronize()
+
+
+# --- trial inputs -------------------------------------------------------------------------------
+
+
+def reshape_inputs(inputs: list, new_batch: int) -> list:
+    """Change the leading dimension of every tensor input that shares the first input's."""
+    batch = next((x.shape[0] for x in inputs if isinstance(x, torch.Tensor) and x.dim()), None)
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() and x.shape[0] == batch:
+            reps = -(-new_batch // x.shape[0])
+            x = x.repeat(reps, *([1] * (x.dim() - 1)))[:new_batch].clone()
+        out.append(x)
+    return out
+
+
+def redistribute(inputs: list, distribution: str) -> list:
+    """Other value distributions for floating inputs, same signs as the originals'."""
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+            if distribution == "scaled":
+                x = x * 4.0
+            elif distribution == "uniform":
+                low = 0.0 if x.min() >= 0 else -1.0
+                x = torch.empty_like(x).uniform_(low, 1.0)
+        out.append(x)
+    return out
+
+
+def trial_inputs(module, trial: dict) -> list:
+    torch.manual_seed(trial["seed"])
+    inputs = list(module.get_inputs())
+    inputs = redistribute(inputs, trial.get("distribution", "given"))
+    if trial.get("batch") == "auto":   # another batch size: half plus one, or 2 for a batch of 1
+        batch = next((x.shape[0] for x in inputs if isinstance(x, torch.Tensor) and x.dim()), 1)
+        trial["batch"] = batch // 2 + 1 if batch >= 2 else 2
+    if trial.get("batch"):
+        inputs = reshape_inputs(inputs, trial["batch"])
+    return inputs
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+
+def time_callable(fn, device: str, min_repeats: int = 10, max_repeats: int = 100,
+                  budget_s: float = 1.0) -> dict:
+    """Median of many timed calls after warm-up; the L2 cache is flushed between GPU calls."""
+    for _ in range(3):
+        fn()
+    synchronize(device)
+    samples = []
+    if device == "cuda":
+        flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+        start_wall = perf_counter_ns()
+        while len(samples) < max_repeats and (
+                len(samples) < min_repeats or perf_counter_ns() - start_wall < budget_s * 1e9):
+            flush.zero_()
+            start, end = CudaEvent(enable_timing=True), CudaEvent(enable_timing=True)
+            event_record(start)
+            fn()
+            event_record(end)
+            cuda_synchronize()
+            samples.append(event_elapsed(start, end))
+        # Work hidden on other streams escapes the events; a wall-clock loop does not.
+        n = 20
+        begin = perf_counter_ns()
+        for _ in range(n):
+            fn()
+        cuda_synchronize()
+        wall_ms = (perf_counter_ns() - begin) / n / 1e6
+    else:
+        start_wall = perf_counter_ns()
+        while len(samples) < max_repeats and (
+                len(samples) < min_repeats or perf_counter_ns() - start_wall < budget_s * 1e9):
+            begin = perf_counter_ns()
+            fn()
+            synchronize(device)
+            samples.append((perf_counter_ns() - begin) / 1e6)
+        wall_ms = None
+    return summarise(samples, wall_ms)
+
+
+def summarise(samples: list[float], wall_ms: float | None) -> dict:
+    median = statistics.median(samples)
+    q = statistics.quantiles(samples, n=4) if len(samples) >= 4 else [median, median, median]
+    return {"median_ms": median, "spread": (q[2] - q[0]) / median if median else None,
+            "repeats": len(samples), "min_ms": min(samples), "wall_ms": wall_ms}
+
+
+# --- profiling ----------------------------------------------------------------------------------
+
+
+def profile_callable(fn, device: str, trace_path: str, calls: int = 3) -> list[dict]:
+    """Run fn under torch.profiler, keep the Chrome trace, return its kernel events."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            fn()
+        synchronize(device)
+    prof.export_chrome_trace(trace_path)
+    return kernel_events(trace_path, device)
+
+
+def kernel_events(trace_path: str, device: str, limit: int = 2000) -> list[dict]:
+    """GPU kernels (and copies) on a GPU; top-level CPU ops and our annotations on the CPU."""
+    with open(trace_path) as f:
+        events = json.load(f).get("traceEvents", [])
+    wanted = {"kernel", "gpu_memcpy", "gpu_memset"} if device == "cuda" else {
+        "cpu_op", "user_annotation"}
+    picked = [e for e in events if e.get("ph") == "X" and e.get("cat") in wanted]
+    if device != "cuda":
+        picked = outermost(picked)
+    if not picked:
+        return []
+    t0 = min(float(e["ts"]) for e in picked)
+    return [{"name": e["name"], "start_us": float(e["ts"]) - t0, "duration_us": float(e["dur"]),
+             "stream": (e.get("args") or {}).get("stream", e.get("tid")),
+             "category": e["cat"]} for e in picked[:limit]]
+
+
+def outermost(events: list[dict]) -> list[dict]:
+    """Drop events nested inside another on the same thread (CPU ops call other ops)."""
+    events = sorted(events, key=lambda e: (e.get("tid"), float(e["ts"]), -float(e["dur"])))
+    kept, end_by_thread = [], {}
+    for e in events:
+        start, end = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        if start < end_by_thread.get(e.get("tid"), -1.0):
+            continue
+        kept.append(e)
+        end_by_thread[e.get("tid")] = end
+    return sorted(kept, key=lambda e: float(e["ts"]))
+
+
+def write_json(path: str | Path, data: dict) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json_dump(data, f)
+    os.replace(tmp, path)
+
+
+def save_tensors(path: str | Path, data) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    torch_save(data, tmp)
+    os.replace(tmp, path)

@@ -1,0 +1,93 @@
+"""A fork server: one process that imports torch once and forks a fresh worker per request.
+
+Why not multiprocessing's forkserver: it re-runs the caller's `__main__` in every child, which
+breaks scripts without a `__main__` guard and costs time. This one knows nothing of the caller.
+
+Protocol over a Unix socket (the parent holds the other end):
+  parent -> zygote: pickled (function name, job) with one file descriptor attached: the
+                    child's end of a fresh pipe to the parent
+  zygote -> parent: ("pid", pid) once forked; ("exit", pid, status) when a child ends
+The zygote exits when the parent closes the socket.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import socket
+import struct
+import sys
+
+
+def send_message(sock: socket.socket, obj, fds=()) -> None:
+    data = pickle.dumps(obj)
+    header = struct.pack("!I", len(data))
+    if fds:
+        socket.send_fds(sock, [header + data], list(fds))
+    else:
+        sock.sendall(header + data)
+
+
+def recv_message(sock: socket.socket, with_fds: bool = False):
+    """One message (and the descriptors sent with it); None at end of stream."""
+    fds: list[int] = []
+    if with_fds:
+        chunk, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+    else:
+        chunk = sock.recv(1 << 16)
+    if not chunk:
+        return (None, []) if with_fds else None
+    while len(chunk) < 4 or len(chunk) < 4 + struct.unpack("!I", chunk[:4])[0]:
+        more = sock.recv(1 << 16)
+        if not more:
+            raise EOFError("truncated message")
+        chunk += more
+    obj = pickle.loads(chunk[4:4 + struct.unpack("!I", chunk[:4])[0]])
+    return (obj, fds) if with_fds else obj
+
+
+def run_child(function: str, job: dict, fd: int) -> None:
+    from multiprocessing.connection import Connection
+    from . import workers
+    code = 0
+    try:
+        getattr(workers, function)(Connection(fd), job)
+    except BaseException:  # the parent reads the log and the exit status
+        import traceback
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(sock: socket.socket) -> None:
+    from . import workers  # noqa: F401  (the point of this process: torch imported once)
+    children: set[int] = set()
+    send_message(sock, ("ready", os.getpid()))
+    while True:
+        readable, _, _ = select.select([sock], [], [], 0.05)
+        if readable:
+            request, fds = recv_message(sock, with_fds=True)
+            if request is None:
+                break
+            function, job = request
+            pid = os.fork()
+            if pid == 0:
+                sock.close()
+                run_child(function, job, fds[0])
+            os.close(fds[0])
+            children.add(pid)
+            send_message(sock, ("pid", pid))
+        for pid in list(children):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                children.discard(pid)
+                send_message(sock, ("exit", pid, os.waitstatus_to_exitcode(status)))
+    for pid in children:
+        try:
+            os.killpg(pid, 9)
+        except OSError:
+            pass
+

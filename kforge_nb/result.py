@@ -1,0 +1,117 @@
+"""The verdict on one candidate: the one place that names states and the result schema.
+
+Everything downstream (CLI `--json`, artifacts, the session history, the notebook report)
+serialises a `Result` through `to_dict()`, so the schema lives here and nowhere else.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# The execution states of evaluation.md, in the order a candidate can reach them.
+GENERATION_FAILURE = "generation_failure"  # no usable code in the response
+REJECTED = "rejected"                      # a guardrail fired (named in `rules`)
+COMPILE_FAILURE = "compile_failure"
+RUNTIME_ERROR = "runtime_error"            # exception, crash signal, timeout, out of memory
+MISMATCH = "mismatch"                      # shape, dtype or values
+CORRECT = "correct"
+UNAVAILABLE = "unavailable"                # the target cannot run on this host; candidate kept
+
+STATES = (GENERATION_FAILURE, REJECTED, COMPILE_FAILURE, RUNTIME_ERROR, MISMATCH, CORRECT,
+          UNAVAILABLE)
+
+
+@dataclass
+class Correctness:
+    trials: int = 0
+    passed_trials: int = 0
+    shape: list[int] | None = None           # reference output shape (first output)
+    dtype: str | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    rel_norm_error: float | None = None      # ||c - r|| / ||r||, guards near-zero outputs
+    mismatch_fraction: float | None = None
+    worst: list[dict] = field(default_factory=list)   # [{"index": [...], "got", "expected"}]
+    tolerance: dict = field(default_factory=dict)     # atol, rtol, rel_norm, policy
+    failed_check: str | None = None          # which trial / distribution / shape failed
+    error_map: dict | None = None            # downsampled |c - r| for a heat map
+
+
+@dataclass
+class Timing:
+    real: bool = False                 # False: interpreter or no timing at all
+    note: str = ""                     # why a timing is not a performance figure
+    device: str = ""
+    candidate_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    candidate_spread: float | None = None   # (p75 - p25) / median
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    repeats: int = 0
+    rechecked: bool = False            # a >10x speedup was timed again
+
+
+@dataclass
+class Roofline:
+    flops: int | None = None
+    min_bytes: int | None = None
+    device: str = ""
+    peak_flops: float | None = None
+    peak_bandwidth: float | None = None
+    speed_of_light_ms: float | None = None
+    fraction_of_sol: float | None = None   # speed_of_light_ms / candidate_ms
+    bound: str | None = None               # "memory" or "compute"
+
+
+@dataclass
+class Result:
+    state: str
+    message: str
+    target: str = ""
+    rules: list[str] = field(default_factory=list)     # guardrail rules that fired
+    error: dict | None = None                          # kind, text, line, source_line
+    correctness: Correctness = field(default_factory=Correctness)
+    timing: Timing = field(default_factory=Timing)
+    roofline: Roofline = field(default_factory=Roofline)
+    profile: dict = field(default_factory=dict)        # candidate/reference kernel events, trace paths
+    artifacts: str | None = None                       # folder holding this evaluation's files
+    elapsed_s: float | None = None
+
+    def __post_init__(self):
+        if self.state not in STATES:
+            raise ValueError(f"unknown state {self.state!r}; expected one of {STATES}")
+
+    @property
+    def ok(self) -> bool:
+        return self.state == CORRECT
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Result":
+        data = {k: v for k, v in data.items() if k != "schema_version"}
+        parts = {"correctness": Correctness, "timing": Timing, "roofline": Roofline}
+        for key, kind in parts.items():
+            if isinstance(data.get(key), dict):
+                data[key] = kind(**data[key])
+        return cls(**data)
+
+    def summary(self) -> str:
+        """One or two lines a person reads first."""
+        line = f"{self.state}: {self.message}"
+        t = self.timing
+        if self.state == CORRECT and t.candidate_ms is not None:
+            parts = [f"candidate {t.candidate_ms:.4g} ms"]
+            if t.eager_ms is not None:
+                parts.append(f"eager {t.eager_ms:.4g} ms ({t.speedup_vs_eager:.2f}x)")
+            if t.compile_ms is not None:
+                parts.append(f"torch.compile {t.compile_ms:.4g} ms ({t.speedup_vs_compile:.2f}x)")
+            line += "\n  " + ", ".join(parts)
+            if not t.real:
+                line += f"\n  ({t.note})"
+        return line

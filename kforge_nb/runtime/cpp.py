@@ -1,0 +1,16 @@
+"""`load(source)`: C++ for the CPU, built with g++ -O3 -march=native -fopenmp, called via a C ABI."""
+from __future__ import annotations
+
+import os
+
+from .native import CompileError, NativeModule, build_shared_library
+
+__all__ = ["load", "CompileError", "FLAGS"]
+
+# No -ffast-math: the evaluator's strict precision policy compares against IEEE results.
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17", "-w"]
+
+
+def load(source: str) -> NativeModule:
+    compiler = os.environ.get("CXX", "g++")
+    return NativeModule(build_shared_library(source, compiler, FLAGS, ".cpp"), source, "cpu")
