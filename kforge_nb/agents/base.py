@@ -1,0 +1,86 @@
+"""The two agent roles and what flows between them and the session.
+
+A generation agent turns a `GenerationRequest` (the problem, the target, feedback from the last
+verdict, an instruction) into a `Generation` (a candidate's code, or the reason there is none).
+An analysis agent turns an `AnalysisRequest` (the code and a compact profile summary) into ONE
+`Recommendation`. LLM-backed agents render prompt templates and call a provider; the builtin
+agents implement the same two methods without any model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..problem import Problem
+from ..result import Result
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str = ""
+    calls: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cost_usd + other.cost_usd, self.model or other.model,
+                     self.calls + other.calls)
+
+
+@dataclass
+class GenerationRequest:
+    problem: Problem
+    target: str                          # target name
+    kind: str                            # "initial", "fix" or "optimise"
+    iteration: int = 0
+    previous_code: str | None = None     # the candidate being fixed or optimised
+    previous_result: Result | None = None
+    instruction: str | None = None       # the accepted / edited / redirected recommendation
+    aux: list[tuple[str, str]] = field(default_factory=list)     # (name, text) files
+    translate_from: str | None = None    # a verified kernel for another target
+    sample: int = 0                      # index among repeated samples this round
+
+
+@dataclass
+class Generation:
+    code: str | None                     # extracted candidate source; None = generation_failure
+    response: str = ""                   # the raw answer
+    messages: list[dict] = field(default_factory=list)   # the prompt as sent
+    usage: Usage = field(default_factory=Usage)
+    failure: str | None = None           # why there is no code (no block, truncated, empty)
+    notes: str = ""                      # e.g. the builtin agent's coverage statement
+    kept_ops: list[str] = field(default_factory=list)   # torch ops left in forward on purpose
+                                         # (builtin agent only; passed to the guardrails' allow)
+
+
+@dataclass
+class AnalysisRequest:
+    problem: Problem
+    target: str
+    code: str
+    result: Result                       # its verdict, timing, roofline, profile
+    summary: dict                        # compact profile summary (session/summary.py)
+    history: list[str] = field(default_factory=list)   # earlier recommendations' titles
+    iteration: int = 0
+
+
+@dataclass
+class Recommendation:
+    title: str                           # a few words: "fuse the scale into the softmax"
+    text: str                            # what, why, expected gain
+    expected_gain: str = ""
+    action: dict = field(default_factory=dict)   # optional machine-readable hint
+    usage: Usage = field(default_factory=Usage)
+    messages: list[dict] = field(default_factory=list)
+    response: str = ""
+
+
+class GenerationAgent(Protocol):
+    def generate(self, request: GenerationRequest) -> Generation: ...
+
+
+class AnalysisAgent(Protocol):
+    def analyse(self, request: AnalysisRequest) -> Recommendation: ...

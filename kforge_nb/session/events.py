@@ -1,0 +1,35 @@
+"""What a Session tells its subscribers. UIs (dashboard, CLI progress, saved report) draw these.
+
+Every event has a `kind`, the iteration it belongs to and a JSON-able `data` dict:
+
+  started              {"problem", "target", "device", "provider", "model", "analysis_model",
+                        "iterations", "samples", "mode", "artifacts"}
+  iteration_started    {"phase": "functional" | "optimisation", "kind": "initial"|"fix"|"optimise"}
+  candidate_generated  {"sample", "code", "failure", "usage": {...}, "notes"}
+  evaluated            {"sample", "code", "result": Result.to_dict(), "best": bool}
+  recommendation       {"title", "text", "expected_gain", "usage": {...}}
+  decision             {"kind": "accept"|"edit"|"redirect"|"skip"|"stop", "text"}
+  usage                {"input_tokens", "output_tokens", "cost_usd", "elapsed_s"}
+  notice               {"text"}   (e.g. "no API key: using the builtin provider")
+  finished             {"reason", "best": {"iteration", "sample", "code", "result"} | None,
+                        "iterations", "usage": {...}, "elapsed_s", "artifacts"}
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+KINDS = ("started", "iteration_started", "candidate_generated", "evaluated", "recommendation",
+         "decision", "usage", "notice", "finished")
+
+
+@dataclass
+class Event:
+    kind: str
+    iteration: int = 0
+    data: dict = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "iteration": self.iteration, "data": self.data,
+                "time": self.time}
