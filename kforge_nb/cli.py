@@ -1,6 +1,7 @@
 """`kforge`: the command line, a thin shell over the library.
 
     kforge eval REF CAND [--target T] [--json] ...   judge one candidate (exit 0 iff correct)
+    kforge run PROBLEM [--provider P] [--iterations N] ... the agent loop (exit 0 iff correct)
 """
 from __future__ import annotations
 
@@ -63,6 +64,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object (the Result)")
     add_eval_options(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("run", help="generate, judge and improve kernels for a reference")
+    p.add_argument("reference", help="reference .py in KernelBench form")
+    p.add_argument("--provider", default="auto", help="anthropic, openai, replay, builtin or "
+                   "auto (anthropic with ANTHROPIC_API_KEY, builtin otherwise)")
+    p.add_argument("--model", help="generation model (default: the provider's)")
+    p.add_argument("--analysis-model", help="analysis model (default: --model)")
+    p.add_argument("--analysis-provider", help="analysis provider (default: --provider)")
+    p.add_argument("--iterations", type=int, default=8, help="rounds (default 8)")
+    p.add_argument("--samples", type=int, default=1, help="candidates per round, evaluated "
+                   "concurrently; the best is kept (default 1)")
+    p.add_argument("--from", dest="translate_from", metavar="RUN_OR_FILE",
+                   help="a verified kernel (file, or run folder) for another target to translate")
+    p.add_argument("--review", action="store_true", help="ask on the terminal before applying "
+                   "each recommendation")
+    p.add_argument("--record", metavar="FILE", help="record every model call to FILE (JSONL)")
+    p.add_argument("--replay", metavar="FILE", help="replay a recording instead of calling a model")
+    p.add_argument("--aux", action="append", default=[], metavar="PATH",
+                   help="a file to include in every generation prompt (repeatable)")
+    p.add_argument("--hint", default="", help="an instruction added to every generation prompt")
+    p.add_argument("--prompts", metavar="DIR", help="folder of Jinja2 templates overriding the "
+                   "built-in ones (generate.j2, generate.iter3.j2, analyse.j2, ...)")
+    p.add_argument("--wall-time", type=float, help="stop after this many seconds")
+    p.add_argument("--max-tokens", type=int, help="stop once this many tokens are used")
+    p.add_argument("--max-cost", type=float, help="stop once this many USD are spent")
+    p.add_argument("--target-speedup", type=float, help="stop once the best is this much "
+                   "faster than eager")
+    p.add_argument("--patience", type=int, default=3, help="stop after this many optimisation "
+                   "rounds without improvement (default 3)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    add_eval_options(p)
+    p.set_defaults(func=cmd_run)
     return parser
 
 
@@ -89,6 +122,58 @@ def cmd_eval(args) -> int:
     return EXIT_CORRECT if result.ok else EXIT_VERDICT
 
 
+def cmd_run(args) -> int:
+    from .agents import AgentConfig
+    from .problem import Problem
+    from .session import Budget, Session
+    from .ui.terminal import Progress, TerminalPolicy
+    problem = Problem.from_file(args.reference)
+    for path in args.aux:
+        if not Path(path).is_file():
+            return usage_error(f"--aux {path!r} is not a file")
+    session = Session(
+        problem, args.target,
+        agents=AgentConfig(provider=args.provider, model=args.model,
+                           analysis_provider=args.analysis_provider,
+                           analysis_model=args.analysis_model, record=args.record,
+                           replay=args.replay, prompts_dir=args.prompts, hint=args.hint),
+        budget=Budget(iterations=args.iterations, samples=args.samples, wall_s=args.wall_time,
+                      tokens=args.max_tokens, cost_usd=args.max_cost,
+                      target_speedup=args.target_speedup, patience=args.patience),
+        options=eval_options(args), aux=args.aux, translate_from=args.translate_from,
+        out=args.out, policy=TerminalPolicy() if args.review else None)
+    session.subscribe(Progress())
+    session.run()
+    summary = session.summary()
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        print(history_table(session))
+        if session.best:
+            print(f"best kernel: {summary['artifacts']}/best_candidate.py")
+    if session.error:
+        print(f"kforge: {session.error}", file=sys.stderr)
+        return EXIT_USAGE if "provider" in session.finish_reason else EXIT_VERDICT
+    return EXIT_CORRECT if session.best else EXIT_VERDICT
+
+
+def history_table(session) -> str:
+    rows = [("iter", "sample", "kind", "state", "ms", "vs eager", "vs compile")]
+    for a in session.history:
+        t = a.result.timing
+        rows.append((str(a.iteration), str(a.sample), a.kind, a.result.state,
+                     f"{t.candidate_ms:.4g}" if t.candidate_ms else "-",
+                     f"{t.speedup_vs_eager:.2f}x" if t.speedup_vs_eager else "-",
+                     f"{t.speedup_vs_compile:.2f}x" if t.speedup_vs_compile else "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    s = session.summary()
+    lines.append(f"tokens: {s['input_tokens']} in, {s['output_tokens']} out; estimated cost "
+                 f"${s['cost_usd']:.4f}" + (f" (+{s['unpriced_calls']} calls to unpriced models)"
+                                            if s["unpriced_calls"] else ""))
+    return "\n".join(lines)
+
+
 def usage_error(message: str) -> int:
     print(f"kforge: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -96,11 +181,12 @@ def usage_error(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from .problem import ProblemError
+    from .providers import ProviderError
     from .targets import UnknownTarget
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ProblemError, UnknownTarget) as err:
+    except (ProblemError, UnknownTarget, ProviderError, FileNotFoundError) as err:
         return usage_error(str(err))
     except KeyboardInterrupt:
         return usage_error("interrupted")

@@ -1,0 +1,59 @@
+"""Generation and analysis agents, and how a session gets a pair of them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..providers import get_provider, resolve
+from ..providers.recording import Recorder, ReplayProvider
+from .base import (AnalysisAgent, AnalysisRequest, Generation, GenerationAgent,
+                   GenerationRequest, Recommendation, Usage)
+from .prompts import Prompts
+
+
+@dataclass
+class AgentConfig:
+    provider: str | None = "auto"
+    model: str | None = None
+    analysis_provider: str | None = None     # defaults to `provider`
+    analysis_model: str | None = None        # defaults to `model`
+    record: str | None = None                # append every call to this JSONL file
+    replay: str | None = None                # play calls back from this file
+    prompts_dir: str | None = None
+    prompt_append: dict | None = None
+    hint: str = ""
+    precision: str = "strict"
+    max_tokens: int = 8192
+
+
+def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, str, list[str]]:
+    """(generator, analyst, provider description, notices) for a session."""
+    notices: list[str] = []
+    name, notice = resolve("replay" if config.replay else config.provider)
+    if notice:
+        notices.append(notice)
+    if name == "builtin":
+        from .builtin import BuiltinAnalyst, BuiltinGenerator
+        return BuiltinGenerator(), BuiltinAnalyst(), "builtin (offline, no LLM)", notices
+
+    def provider_for(role: str, provider_name: str, model: str | None):
+        if config.replay:
+            return ReplayProvider(config.replay, role)
+        provider = get_provider(provider_name, model)
+        return Recorder(provider, config.record, role) if config.record else provider
+
+    prompts = Prompts(config.prompts_dir, config.prompt_append or {})
+    from .llm import LLMAnalyst, LLMGenerator
+    gen_provider = provider_for("generation", name, config.model)
+    analysis_name = config.analysis_provider or name
+    ana_provider = provider_for("analysis", analysis_name, config.analysis_model or config.model)
+    generator = LLMGenerator(gen_provider, prompts, config.max_tokens, config.hint,
+                             config.precision)
+    analyst = LLMAnalyst(ana_provider, prompts)
+    description = f"{gen_provider.name}:{gen_provider.model}"
+    if ana_provider.model != gen_provider.model:
+        description += f" (analysis {ana_provider.name}:{ana_provider.model})"
+    return generator, analyst, description, notices
+
+
+__all__ = ["AgentConfig", "make_agents", "Generation", "GenerationRequest", "Recommendation",
+           "AnalysisRequest", "Usage"]

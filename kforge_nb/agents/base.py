@@ -22,12 +22,13 @@ class Usage:
     cost_usd: float = 0.0
     model: str = ""
     calls: int = 0
+    unpriced_calls: int = 0       # calls to models with no known price: not in cost_usd
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(self.input_tokens + other.input_tokens,
                      self.output_tokens + other.output_tokens,
                      self.cost_usd + other.cost_usd, self.model or other.model,
-                     self.calls + other.calls)
+                     self.calls + other.calls, self.unpriced_calls + other.unpriced_calls)
 
 
 @dataclass

@@ -75,7 +75,8 @@ def build_shared_library(source: str, compiler: str, flags: list[str], suffix: s
         src.write_text(source)
         out = Path(tmp) / "lib.so"
         proc = subprocess.run([compiler, *flags, str(src), "-o", str(out)],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True,
+                              env={**os.environ, "LC_ALL": "C"})  # plain ASCII messages
         log = (proc.stdout + proc.stderr).replace(str(src), f"kernel{suffix}")
         if proc.returncode != 0:
             raise CompileError(Path(compiler).name, log, source)

@@ -1,0 +1,83 @@
+"""What the agents are told about a verdict: error feedback and the compact profile summary.
+
+The analysis agent never sees a raw trace: it gets `profile_summary()` — top kernels and their
+time shares, launches per call, achieved bandwidth and FLOP rate against the device's peaks.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..result import CORRECT, Result
+
+PROFILED_CALLS = 3   # harness.profile_callable runs the forward this many times
+
+
+def describe_result(result: Result) -> str:
+    """The verdict as a person (or a model) fixing the code needs it."""
+    lines = [f"State: {result.state}", f"Message: {result.message}"]
+    err = result.error or {}
+    if err.get("line"):
+        lines.append(f"Failing line {err['line']}: {err.get('source_line', '').strip()}")
+    if err.get("log"):
+        lines += ["Compiler output (end):", err["log"].strip()[-2500:]]
+    elif err.get("traceback"):
+        lines += ["Traceback (end):", err["traceback"].strip()[-2500:]]
+    c = result.correctness
+    if result.state == "mismatch" and c.max_abs_error is not None:
+        lines.append(f"Output {c.shape} {c.dtype}: max abs error {c.max_abs_error:.3g}, max rel "
+                     f"error {c.max_rel_error:.3g}, {c.mismatch_fraction:.2%} of values wrong"
+                     f"{'; failed on ' + c.failed_check if c.failed_check else ''}")
+        for w in c.worst[:3]:
+            lines.append(f"  at {w['index']}: got {w['got']:.6g}, expected {w['expected']:.6g}")
+    if result.rules:
+        lines.append("Rules that fired: " + ", ".join(result.rules))
+    if result.state == CORRECT:
+        lines.append(summary_text(profile_summary(result)))
+    return "\n".join(lines)
+
+
+def profile_summary(result: Result) -> dict:
+    t, r = result.timing, result.roofline
+    events = (result.profile or {}).get("candidate_events", [])
+    by_name: dict[str, float] = defaultdict(float)
+    for e in events:
+        by_name[e["name"]] += e["duration_us"]
+    total = sum(by_name.values()) or 1.0
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:5]
+    ms = t.candidate_ms
+    return {
+        "device": r.device or t.device, "timing_real": t.real, "timing_note": t.note,
+        "candidate_ms": ms, "eager_ms": t.eager_ms, "compile_ms": t.compile_ms,
+        "speedup_vs_eager": t.speedup_vs_eager, "speedup_vs_compile": t.speedup_vs_compile,
+        "launches": round(len(events) / PROFILED_CALLS, 1) if events else None,
+        "top_kernels": [{"name": n, "share": round(d / total, 3)} for n, d in top],
+        "flops": r.flops, "min_bytes": r.min_bytes, "bound": r.bound,
+        "fraction_of_sol": r.fraction_of_sol,
+        "achieved_bandwidth": r.min_bytes / (ms * 1e-3) if (r.min_bytes and ms) else None,
+        "peak_bandwidth": r.peak_bandwidth,
+        "achieved_flops": r.flops / (ms * 1e-3) if (r.flops and ms) else None,
+        "peak_flops": r.peak_flops,
+    }
+
+
+def summary_text(s: dict) -> str:
+    def num(v, unit="", scale=1.0):
+        return "n/a" if v is None else f"{v / scale:.3g}{unit}"
+    lines = [f"Time: candidate {num(s.get('candidate_ms'), ' ms')}, eager "
+             f"{num(s.get('eager_ms'), ' ms')}, torch.compile {num(s.get('compile_ms'), ' ms')}"
+             f" (speedup {num(s.get('speedup_vs_eager'), 'x')} vs eager, "
+             f"{num(s.get('speedup_vs_compile'), 'x')} vs compile)"]
+    if not s.get("timing_real", True):
+        lines.append(f"NOTE: {s.get('timing_note')}")
+    lines.append(f"Roofline: {s.get('bound') or 'unknown'}-bound, "
+                 f"{num(s.get('fraction_of_sol') and s['fraction_of_sol'] * 100, '%')} of speed "
+                 f"of light; bandwidth {num(s.get('achieved_bandwidth'), ' GB/s', 1e9)} of "
+                 f"{num(s.get('peak_bandwidth'), ' GB/s', 1e9)}; compute "
+                 f"{num(s.get('achieved_flops'), ' GFLOP/s', 1e9)} of "
+                 f"{num(s.get('peak_flops'), ' GFLOP/s', 1e9)}")
+    if s.get("launches") is not None:
+        lines.append(f"Launches per forward: {s['launches']}")
+    if s.get("top_kernels"):
+        lines.append("Top kernels: " + ", ".join(f"{k['name']} {k['share']:.0%}"
+                                                 for k in s["top_kernels"]))
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""The two roles backed by a language model: prompts in, a candidate or a recommendation out."""
+from __future__ import annotations
+
+import re
+
+from ..providers.pricing import cost_usd
+from ..targets import get_target
+from .base import (AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage)
+from .feedback import describe_result, summary_text
+from .prompts import Prompts
+
+CODE_BLOCK = re.compile(r"```[ \t]*(python|py)?[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(text: str) -> tuple[str | None, str | None]:
+    """The candidate in an answer: the last code block defining ModelNew, else the last block."""
+    if not text.strip():
+        return None, "empty response"
+    blocks = [body for _, body in CODE_BLOCK.findall(text)]
+    if not blocks:
+        return None, "no code block in the response"
+    defining = [b for b in blocks if re.search(r"class\s+(ModelNew|NewModel)\b", b)]
+    return (defining or blocks)[-1].strip() + "\n", None
+
+
+def usage_of(reply, model: str) -> Usage:
+    cost = cost_usd(reply.model or model, reply.input_tokens, reply.output_tokens)
+    return Usage(reply.input_tokens, reply.output_tokens, cost or 0.0, reply.model or model, 1,
+                 0 if cost is not None else 1)
+
+
+class LLMGenerator:
+    def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 8192,
+                 hint: str = "", precision: str = "strict", knowledge: bool = True):
+        self.provider, self.prompts = provider, prompts or Prompts()
+        self.max_tokens, self.hint, self.precision = max_tokens, hint, precision
+        self.knowledge = knowledge
+
+    def messages(self, request: GenerationRequest) -> tuple[str, list[dict]]:
+        target = get_target(request.target)
+        knowledge = [(p.stem, p.read_text()) for p in target.knowledge()] if self.knowledge else []
+        context = dict(
+            target=target, problem=request.problem, kind=request.kind, precision=self.precision,
+            example=target.example(), knowledge=knowledge, translate_from=request.translate_from,
+            previous_code=request.previous_code, instruction=request.instruction,
+            feedback=describe_result(request.previous_result) if request.previous_result else "",
+            aux=request.aux, hint=self.hint)
+        system = self.prompts.render("generate_system", request.iteration, **context)
+        user = self.prompts.render("generate", request.iteration, **context)
+        return system, [{"role": "user", "content": user}]
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        system, messages = self.messages(request)
+        reply = self.provider.complete(system, messages, self.max_tokens)
+        usage = usage_of(reply, self.provider.model)
+        sent = [{"role": "system", "content": system}, *messages]
+        if reply.truncated:
+            return Generation(None, reply.text, sent, usage,
+                              f"truncated: the answer hit max_tokens ({self.max_tokens})")
+        code, failure = extract_code(reply.text)
+        return Generation(code, reply.text, sent, usage, failure)
+
+
+FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN):\s*", re.MULTILINE)
+
+
+def parse_recommendation(text: str) -> dict[str, str]:
+    parts = FIELD.split(text)
+    fields = {parts[i].lower(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+    if "recommendation" not in fields:   # a free-form answer: keep it whole
+        fields = {"title": text.strip().splitlines()[0][:80] if text.strip() else "",
+                  "recommendation": text.strip()}
+    return fields
+
+
+class LLMAnalyst:
+    def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 2048):
+        self.provider, self.prompts, self.max_tokens = provider, prompts or Prompts(), max_tokens
+
+    def analyse(self, request: AnalysisRequest) -> Recommendation:
+        target = get_target(request.target)
+        context = dict(target=target, code=request.code, summary=request.summary,
+                       summary_text=summary_text(request.summary), history=request.history)
+        system = self.prompts.render("analyse_system", request.iteration, **context)
+        user = self.prompts.render("analyse", request.iteration, **context)
+        messages = [{"role": "user", "content": user}]
+        reply = self.provider.complete(system, messages, self.max_tokens)
+        fields = parse_recommendation(reply.text)
+        return Recommendation(
+            title=fields.get("title", ""), text=fields.get("recommendation", ""),
+            expected_gain=fields.get("expected gain", ""),
+            usage=usage_of(reply, self.provider.model),
+            messages=[{"role": "system", "content": system}, *messages], response=reply.text)

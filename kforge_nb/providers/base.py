@@ -1,0 +1,31 @@
+"""A model behind one small interface: messages in, text and token counts out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class ProviderError(RuntimeError):
+    """A provider failed in a way the user must act on; the message says how."""
+
+
+@dataclass
+class Reply:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str = ""        # "end_turn", "max_tokens", ...
+    model: str = ""
+
+    @property
+    def truncated(self) -> bool:
+        return self.stop_reason in ("max_tokens", "length")
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+
+    def complete(self, system: str, messages: list[dict], max_tokens: int) -> Reply:
+        """One model call. `messages` are {"role": "user"|"assistant", "content": str}."""
+        ...

@@ -1,0 +1,93 @@
+"""Record every request and response of a live session; replay them without a network.
+
+A recording is JSON lines, one call per line: {"call", "role", "request": {...}, "reply": {...}}.
+It holds prompts and answers only, never credentials. Replay checks each request against the
+recorded one and says where a run diverges or runs out.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from .base import ProviderError, Reply
+
+
+MEASUREMENT = re.compile(r"\d+\.\d+(?:e[-+]?\d+)?|\d+(?:\.\d+)?%|n/a")
+
+
+def normalised(text: str) -> str:
+    """Prompts quote measured times that differ run to run; the rest must match exactly."""
+    return MEASUREMENT.sub("#", text)
+
+
+def request_digest(system: str, messages: list[dict]) -> str:
+    text = normalised(json.dumps([system, messages], sort_keys=True))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Recorder:
+    """Wraps a provider; appends each call to the recording file as it happens."""
+
+    def __init__(self, inner, path: str | Path, role: str):
+        self.inner, self.path, self.role = inner, Path(path), role
+        self.name, self.model = inner.name, inner.model
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    _lock = threading.Lock()
+    _calls: dict[str, int] = {}
+
+    def complete(self, system: str, messages: list[dict], max_tokens: int) -> Reply:
+        reply = self.inner.complete(system, messages, max_tokens)
+        with Recorder._lock:
+            n = Recorder._calls.get(str(self.path), 0)
+            Recorder._calls[str(self.path)] = n + 1
+            with open(self.path, "a") as f:
+                f.write(json.dumps({"call": n, "role": self.role, "digest":
+                                    request_digest(system, messages),
+                                    "request": {"system": system, "messages": messages,
+                                                "max_tokens": max_tokens},
+                                    "reply": asdict(reply)}) + "\n")
+        return reply
+
+
+class ReplayProvider:
+    """Plays a recording back, call by call, per role (generation and analysis separately)."""
+    name = "replay"
+
+    def __init__(self, path: str | Path, role: str, strict: bool = True):
+        path = Path(path)
+        if not path.is_file():
+            raise ProviderError(f"replay file {str(path)!r} does not exist")
+        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        self.entries = [e for e in entries if e.get("role", role) == role]
+        self.path, self.role, self.strict = path, role, strict
+        self.position = 0
+        self.model = self.entries[0]["reply"].get("model", "") if self.entries else ""
+
+    def complete(self, system: str, messages: list[dict], max_tokens: int) -> Reply:
+        if self.position >= len(self.entries):
+            raise ProviderError(f"replay {self.path.name} ran out: it holds "
+                                f"{len(self.entries)} {self.role} calls and call "
+                                f"{self.position + 1} was asked for")
+        entry = self.entries[self.position]
+        if self.strict and entry["digest"] != request_digest(system, messages):
+            raise ProviderError(
+                f"replay {self.path.name} diverged at {self.role} call {self.position + 1}: the "
+                f"prompt differs from the recorded one ({first_difference(entry['request'], system, messages)})")
+        self.position += 1
+        return Reply(**entry["reply"])
+
+
+def first_difference(recorded: dict, system: str, messages: list[dict]) -> str:
+    if normalised(recorded["system"]) != normalised(system):
+        return "system prompt"
+    for i, (old, new) in enumerate(zip(recorded["messages"], messages)):
+        a, b = normalised(old.get("content", "")), normalised(new.get("content", ""))
+        if a != b:
+            at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            return f"message {i}, character {at}: recorded {a[at:at + 40]!r}, now {b[at:at + 40]!r}"
+    return f"{len(recorded['messages'])} recorded messages, {len(messages)} now"

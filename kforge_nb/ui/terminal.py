@@ -1,0 +1,70 @@
+"""The CLI's views of a session: progress lines on stderr, and `--review` decisions at a prompt."""
+from __future__ import annotations
+
+import sys
+
+from ..session.decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, Decision
+from ..session.events import Event
+
+
+class Progress:
+    """One line per event that matters, on stderr (stdout stays clean for --json)."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+
+    def __call__(self, event: Event) -> None:
+        d, i = event.data, event.iteration
+        line = None
+        if event.kind == "notice":
+            line = f"note: {d['text']}"
+        elif event.kind == "started":
+            line = (f"kforge run: {d['problem']} on {d['target']} ({d['device']}), provider "
+                    f"{d['provider']}, {d['iterations']} iterations x {d['samples']} samples")
+            if d.get("timing_note"):
+                line += f"\n  timings: {d['timing_note']}"
+        elif event.kind == "iteration_started":
+            line = f"[{i}] {d['phase']} pass: {d['kind']}"
+        elif event.kind == "evaluated":
+            r = d["result"]
+            t = r["timing"]
+            speed = (f", {t['candidate_ms']:.4g} ms, {t['speedup_vs_eager']:.2f}x vs eager"
+                     if r["state"] == "correct" and t.get("candidate_ms") and
+                     t.get("speedup_vs_eager") else "")
+            line = f"[{i}.{d['sample']}] {r['state']}{speed}{' (best)' if d['best'] else ''}"
+            if r["state"] != "correct":
+                line += f": {r['message'].splitlines()[0][:160]}"
+        elif event.kind == "recommendation":
+            line = f"[{i}] recommendation: {d['title']}"
+        elif event.kind == "decision":
+            line = f"[{i}] decision: {d['kind']}" + (f" ({d['text'][:80]})" if d["text"] else "")
+        elif event.kind == "finished":
+            line = f"finished: {d['reason']}; artifacts in {d['artifacts']}"
+        if line:
+            print(line, file=self.stream, flush=True)
+
+
+class TerminalPolicy:
+    """`--review`: show each recommendation and ask what to do with it."""
+
+    def __init__(self, read=input, stream=None):
+        self.read, self.stream = read, stream or sys.stderr
+
+    def decide(self, recommendation) -> Decision:
+        print(f"\nRecommendation: {recommendation.title}\n{recommendation.text}\n"
+              f"Expected gain: {recommendation.expected_gain or 'n/a'}", file=self.stream)
+        while True:
+            try:
+                answer = self.read("[a]ccept, [e]dit, [r]edirect, [s]kip, [q]uit? ").strip().lower()
+            except EOFError:
+                return Decision(STOP)
+            if answer in ("", "a", "accept"):
+                return Decision(ACCEPT)
+            if answer in ("s", "skip"):
+                return Decision(SKIP)
+            if answer in ("q", "quit", "stop"):
+                return Decision(STOP)
+            if answer in ("e", "edit", "r", "redirect"):
+                text = self.read("your text: ").strip()
+                if text:
+                    return Decision(EDIT if answer.startswith("e") else REDIRECT, text)
