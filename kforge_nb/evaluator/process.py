@@ -24,11 +24,15 @@ class Zygote:
     """The parent's handle on the fork server: start it once, ask it for workers."""
 
     def __init__(self):
+        from ..targets.triton import TritonTarget
+        # Triton reads TRITON_INTERPRET when it is imported, and the zygote imports it (through
+        # torch._dynamo), so the interpreter must be chosen here, for every worker.
+        env = {**os.environ, **TritonTarget().worker_env()}
         self.sock, theirs = socket.socketpair()
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys, socket; from kforge_nb.evaluator.zygote import "
              "serve; serve(socket.socket(fileno=int(sys.argv[1])))", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()])
+            pass_fds=[theirs.fileno()], env=env)
         theirs.close()
         self.lock = threading.Lock()
         self.pids: queue.Queue = queue.Queue()
@@ -142,8 +146,8 @@ class Worker:
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.memory_bytes:
                 self.kill()
-                raise WorkerFailure("out_of_memory", f"the worker used {rss / 2**30:.1f} GiB of "
-                                    f"memory, over the {self.memory_bytes / 2**30:.1f} GiB limit")
+                raise WorkerFailure("out_of_memory", f"the worker used {rss / 2**30:.2f} GiB of "
+                                    f"memory, over the {self.memory_bytes / 2**30:.2f} GiB limit")
             if time.monotonic() > self.deadline:
                 self.kill()
                 raise WorkerFailure("timeout", f"no answer within {self.timeout_s:g} s "

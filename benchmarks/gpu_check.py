@@ -1,0 +1,116 @@
+"""Prove the GPU paths: triton and cuda verdicts on a real GPU, and triton evaluation latency.
+
+Run on a CUDA machine from the repo root:  PYTHONPATH=. python3 benchmarks/gpu_check.py [--json F]
+Prints one table of verdicts and one of latencies (median of 5).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("KFORGE_CACHE", tempfile.mkdtemp(prefix="kforge-cache-"))
+
+from kforge_nb.evaluator import EvalOptions, evaluate  # noqa: E402
+from kforge_nb.problem import Problem  # noqa: E402
+
+EXAMPLES = ROOT / "kforge_nb" / "targets" / "examples"
+SOFTMAX_GPU = (EXAMPLES / "softmax.py").read_text().replace(
+    "torch.randn(64, 1000)", "torch.randn(8192, 4096)")
+TRITON = (EXAMPLES / "triton_softmax.py").read_text()
+CUDA = (EXAMPLES / "cuda_softmax.py").read_text()
+
+CASES = [
+    ("triton example (softmax 8192x4096)", "triton", TRITON, "correct"),
+    ("cuda example (softmax 8192x4096)", "cuda", CUDA, "correct"),
+    ("triton: arange of 3 (compile error)", "triton",
+     TRITON.replace("tl.arange(0, BLOCK_SIZE)", "tl.arange(0, 3)"), "compile_failure"),
+    ("cuda: nvcc compile error", "cuda", CUDA.replace("float row_max =", "float row_max"),
+     "compile_failure"),
+    ("cuda: illegal address", "cuda",
+     CUDA.replace("row_out[c] = expf", "row_out[c + (1ll << 40)] = expf"), "runtime_error"),
+    ("triton: wrong scale (mismatch)", "triton",
+     TRITON.replace("y = numerator / tl.sum", "y = 0.5 * numerator / tl.sum"), "mismatch"),
+    ("cuda: unwritten tail (mismatch)", "cuda",
+     CUDA.replace("c < cols; c += blockDim.x) row_out[c]", "c < cols - 1; c += blockDim.x) row_out[c]"),
+     "mismatch"),
+]
+
+
+def verdicts(problem: Problem, out: Path) -> list[dict]:
+    rows = []
+    for label, target, code, expected in CASES:
+        options = EvalOptions(out_dir=out, timeout_s=300)
+        r = evaluate(problem, code, target, options)
+        t = r.timing
+        rows.append({"case": label, "expected": expected, "state": r.state,
+                     "ok": r.state == expected, "candidate_ms": t.candidate_ms,
+                     "eager_ms": t.eager_ms, "compile_ms": t.compile_ms,
+                     "speedup_vs_eager": t.speedup_vs_eager,
+                     "speedup_vs_compile": t.speedup_vs_compile,
+                     "fraction_of_sol": r.roofline.fraction_of_sol, "real": t.real,
+                     "kernels": sorted({e["name"][:40] for e in
+                                        r.profile.get("candidate_events", [])})[:3],
+                     "message": r.message[:200], "elapsed_s": r.elapsed_s})
+    return rows
+
+
+def latency(problem: Problem, out: Path, target: str, code: str, n: int = 5) -> dict:
+    options = EvalOptions(baselines=("eager",), out_dir=out)
+    cold, warm = [], []
+    for i in range(n):
+        unique = code + f"\n# cold build {time.time_ns()} {i}\n"
+        t = time.perf_counter()
+        assert evaluate(problem, unique, target, options).state == "correct"
+        cold.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        assert evaluate(problem, unique, target, options).state == "correct"
+        warm.append(time.perf_counter() - t)
+    return {"target": target, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    import torch
+    import triton
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}  "
+          f"triton {triton.__version__}")
+    out = Path(tempfile.mkdtemp(prefix="kforge-gpu-"))
+    problem = Problem.from_string(SOFTMAX_GPU, name="softmax_gpu")
+    t = time.perf_counter()
+    rows = verdicts(problem, out)
+    first = time.perf_counter() - t
+    print(f"\n{'case':42} {'expected':16} {'state':16} {'cand ms':>9} {'eager ms':>9} "
+          f"{'compile':>9} {'x eager':>8} {'x comp':>7} {'SoL':>6}")
+    for r in rows:
+        def f(v, fmt):
+            return format(v, fmt) if v is not None else "-"
+        print(f"{r['case']:42} {r['expected']:16} {r['state']:16} {f(r['candidate_ms'], '9.4f')} "
+              f"{f(r['eager_ms'], '9.4f')} {f(r['compile_ms'], '9.4f')} "
+              f"{f(r['speedup_vs_eager'], '8.2f')} {f(r['speedup_vs_compile'], '7.2f')} "
+              f"{f(r['fraction_of_sol'], '6.1%')}")
+        if not r["ok"]:
+            print(f"    UNEXPECTED: {r['message']}")
+    print(f"(verdict table took {first:.1f} s including the reference and torch.compile baselines)")
+    small = Problem.from_file(EXAMPLES / "softmax.py")
+    lat = [latency(small, out, "triton", TRITON), latency(small, out, "cuda", CUDA)]
+    print(f"\n{'target':8} {'cold s':>8} {'warm s':>8}   (median of 5; cold = new source, "
+          "warm = same source again; reference cached)")
+    for row in lat:
+        print(f"{row['target']:8} {row['cold_s']:8.2f} {row['warm_s']:8.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"verdicts": rows, "latency": lat}, indent=2,
+                                              default=str))
+
+
+if __name__ == "__main__":
+    main()
