@@ -38,6 +38,18 @@ class Source:
         return next((n for n in self.tree.body
                      if isinstance(n, ast.ClassDef) and n.name in CANDIDATE_CLASSES), None)
 
+    def native_modules(self) -> set[str]:
+        """Names bound only to a built kernel library (`kernels = cpp.load(src)`): calling
+        `kernels.relu(...)` runs the candidate's own kernel, not a torch op."""
+        loaded = [t.id for n in ast.walk(self.tree) if isinstance(n, ast.Assign)
+                  and is_kernel_loader(n.value) for t in n.targets if isinstance(t, ast.Name)]
+        bindings = [n.id for n in ast.walk(self.tree)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        bindings += [n.arg for n in ast.walk(self.tree) if isinstance(n, ast.arg)]
+        bindings += [(a.asname or a.name).split(".")[0] for n in ast.walk(self.tree)
+                     if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names]
+        return {name for name in loaded if bindings.count(name) == loaded.count(name)}
+
     def forward_and_helpers(self) -> list[ast.AST]:
         """ModelNew.forward plus the module-level functions it reaches by name."""
         cls = self.candidate_class()
@@ -70,6 +82,14 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
+KERNEL_LOADERS = ("cpp.load", "cuda.load", "load_inline", "compile_shader")
+
+
+def is_kernel_loader(value: ast.AST) -> bool:
+    name = dotted(value.func) if isinstance(value, ast.Call) else ""
+    return any(name == loader or name.endswith("." + loader) for loader in KERNEL_LOADERS)
+
+
 def is_triton_jit(fn: ast.FunctionDef) -> bool:
     return any(dotted(d.func if isinstance(d, ast.Call) else d).split(".")[-1] in ("jit", "autotune")
                for d in fn.decorator_list)
@@ -97,7 +117,7 @@ COMPUTE_METHODS = {
 
 
 def torch_compute_in_forward(src: Source) -> list[str]:
-    found = []
+    found, native = [], src.native_modules()
     for fn in src.forward_and_helpers():
         for node in ast.walk(fn):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -112,7 +132,8 @@ def torch_compute_in_forward(src: Source) -> list[str]:
                         leaf not in src.allowed_ops and not leaf[:1].isupper():
                     found.append(f"line {node.lineno}: {name}()")
             elif isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS \
-                    and root not in TORCH_ROOTS and f"Tensor.{leaf}" not in src.allowed_ops:
+                    and root not in TORCH_ROOTS and root not in native \
+                    and f"Tensor.{leaf}" not in src.allowed_ops:
                 found.append(f"line {node.lineno}: .{node.func.attr}()")
     return found
 

@@ -40,10 +40,15 @@ def start(job: dict) -> None:
 
 def error_report(exc: BaseException, filename: str, source: str) -> dict:
     """What a person needs from an exception: type, message, the failing line of `filename`."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    def in_file(error: BaseException) -> list:
+        return [f for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
+
+    frames = in_file(exc)
     cause = exc.__cause__ or exc.__context__
-    if cause is not None and not frames:
-        frames = [f for f in traceback.extract_tb(cause.__traceback__) if f.filename == filename]
+    # An explicit cause is nearer the fault (Triton's interpreter re-raises a kernel's error
+    # from the launch line): prefer its line in the candidate when it has one.
+    if cause is not None and (exc.__cause__ is not None or not frames):
+        frames = in_file(cause) or frames
     report = {"type": type(exc).__name__, "text": str(exc)[:4000],
               "traceback": "".join(traceback.format_exception(exc, limit=-8))[-6000:]}
     if frames:
@@ -141,7 +146,9 @@ def time_compiled(model, inputs, device) -> dict:
 def candidate_main(conn, job: dict) -> None:
     start(job)
     before = integrity.snapshot()
-    reference = harness.torch_load(job["data"], weights_only=False)
+    # Read before the candidate is imported; a compile-only job has no reference data.
+    reference = None if job["compile_only"] else harness.torch_load(job["data"],
+                                                                    weights_only=False)
     device, filename, source = job["device"], job["filename"], job["source"]
     from ..targets import get_target
     target = get_target(job["target"])

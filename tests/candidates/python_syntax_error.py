@@ -1,0 +1,22 @@
+"""The forward line lacks its colon (line 19)."""
+import torch
+import torch.nn as nn
+
+from kforge_nb.runtime import cpp
+
+source = r"""
+#include <cstdint>
+
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+kernels = cpp.load(source)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor
+        y = torch.empty_like(x)
+        kernels.relu(x, y, x.numel())
+        return y

@@ -1,0 +1,59 @@
+"""Fixtures for the evaluator's spec: real problems, real candidates, real child processes.
+
+Problems live in tests/problems/, candidates in tests/candidates/ (each file's docstring says
+what is wrong with it). Nothing is mocked: candidates are compiled by g++/nvcc/Triton and run in
+the evaluator's worker processes.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.evaluator import REPO, candidate_source, load_problem
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kforge_cache(tmp_path_factory):
+    """One cache for the whole run (compiled kernels, reference data, CPU peaks), never
+    ~/.cache. Set before any test starts the fork server, which inherits it."""
+    with pytest.MonkeyPatch.context() as mp:
+        cache = tmp_path_factory.mktemp("kforge-cache")
+        mp.setenv("KFORGE_CACHE", str(cache))
+        yield cache
+
+
+@pytest.fixture
+def options(tmp_path):
+    """Fast evaluation options: no torch.compile baseline (~30 s here), a short timing loop."""
+    from kforge_nb.evaluator import EvalOptions
+
+    def make(**overrides):
+        settings = {"baselines": ("eager",), "out_dir": tmp_path / "runs",
+                    "timing_budget_s": 0.2, **overrides}
+        return EvalOptions(**settings)
+    return make
+
+
+@pytest.fixture
+def judge(options):
+    """judge(problem, candidate, target="cpp", **EvalOptions fields) -> Result."""
+    from kforge_nb.evaluator import evaluate
+
+    def run(problem: str, candidate: str, target: str = "cpp", **overrides):
+        return evaluate(load_problem(problem), candidate_source(candidate), target,
+                        options(**overrides))
+    return run
+
+
+@pytest.fixture
+def kforge_cli(tmp_path):
+    """Run `python -m kforge_nb.cli ARGS...` as a real subprocess in a scratch folder."""
+    def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path}
+        return subprocess.run([sys.executable, "-m", "kforge_nb.cli", *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=timeout)
+    return run

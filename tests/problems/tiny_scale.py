@@ -1,0 +1,16 @@
+"""Outputs around 1e-6: every element is within atol of zero, so only the norm guard catches zeros."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 1e-6
+
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+
+def get_init_inputs():
+    return []

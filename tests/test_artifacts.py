@@ -1,0 +1,20 @@
+"""Every evaluation leaves one folder: the candidate, result.json, the worker's log; whole files only."""
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.evaluator import candidate_source
+from kforge_nb.result import SCHEMA_VERSION, Result
+
+
+@pytest.mark.parametrize("candidate", ["cpp_relu", "cpp_null_pointer_write"])
+def test_artifacts_folder_holds_candidate_result_json_and_worker_log(judge, candidate):
+    result = judge("relu", candidate)
+    folder = Path(result.artifacts)
+    saved = json.loads((folder / "result.json").read_text())
+    assert saved["schema_version"] == SCHEMA_VERSION
+    assert Result.from_dict(saved).state == result.state
+    assert (folder / "candidate.py").read_text() == candidate_source(candidate)
+    assert (folder / "worker.log").is_file()
+    assert not [p.name for p in folder.rglob("*") if ".tmp" in p.name]

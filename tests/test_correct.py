@@ -1,0 +1,52 @@
+"""A right answer is `correct`, then timed, profiled and placed on the roofline."""
+from pathlib import Path
+
+import pytest
+
+from kforge_nb.result import CORRECT
+from kforge_nb.targets.triton import INTERPRETER_NOTE
+
+
+def test_correct_cpp_candidate_has_real_timing_profile_trace_and_roofline(judge):
+    result = judge("relu", "cpp_relu")
+    t, roof = result.timing, result.roofline
+    assert result.state == CORRECT
+    assert result.correctness.passed_trials == 6       # 5 trials + 1 at another batch size
+    assert t.real and t.note == ""
+    assert t.candidate_ms > 0 and t.eager_ms > 0 and t.repeats >= 10
+    assert t.speedup_vs_eager == pytest.approx(t.eager_ms / t.candidate_ms)
+    assert t.compile_ms is None                        # baseline not asked for
+    names = {e["name"] for e in result.profile["candidate_events"]}
+    assert "cpu::relu" in names                        # the kernel, as the profiler saw it
+    assert result.profile["reference_events"]
+    assert Path(result.profile["trace"]).is_file()
+    assert roof.flops is not None
+    assert roof.min_bytes == 2 * 8 * 64 * 4            # read x, write y, fp32
+    assert roof.bound == "memory" and roof.speed_of_light_ms > 0
+    assert 0 < roof.fraction_of_sol
+
+
+def test_correct_triton_under_the_interpreter_is_correct_but_not_a_timing(judge):
+    result = judge("tiny_add", "triton_add", target="triton")
+    assert result.state == CORRECT
+    assert result.timing.real is False
+    assert result.timing.note == INTERPRETER_NOTE == "interpreter — not a performance figure"
+    assert result.roofline.fraction_of_sol is None     # no speed-of-light fraction from it
+    assert INTERPRETER_NOTE in result.summary()
+
+
+def test_reference_weights_are_copied_when_parameter_names_match(judge):
+    result = judge("linear", "cpp_linear_same_names")   # zero-initialised without the copy
+    assert result.state == CORRECT
+    assert "weights copied from the reference" in result.message
+    assert result.roofline.flops == 2 * 4 * 16 * 8     # batch × in × out multiply-adds
+
+
+@pytest.mark.slow
+def test_torch_compile_baseline_time_is_reported(judge):
+    result = judge("relu", "cpp_relu", baselines=("eager", "compile"))
+    t = result.timing
+    assert result.state == CORRECT
+    assert t.compile_ms is not None and t.compile_ms > 0
+    assert t.speedup_vs_compile == pytest.approx(t.compile_ms / t.candidate_ms)
+    assert "torch.compile" in result.summary()

@@ -1,0 +1,48 @@
+"""Wrong answers are `mismatch`, with what a person needs to see where and how much."""
+from kforge_nb.result import CORRECT, MISMATCH
+
+
+def test_wrong_output_shape_is_mismatch_naming_both_shapes(judge):
+    result = judge("relu", "cpp_wrong_shape")
+    assert result.state == MISMATCH
+    assert "shape (8, 63), expected (8, 64)" in result.message
+
+
+def test_wrong_values_are_mismatch_with_error_size_fraction_and_worst_indices(judge):
+    result = judge("relu", "cpp_leaky_relu")
+    c = result.correctness
+    assert result.state == MISMATCH
+    assert 0.005 < c.max_abs_error < 0.1                  # 0.01 * |x| for negative x
+    assert 0.3 < c.mismatch_fraction < 0.7                # about the negative half
+    assert c.worst and all(len(w["index"]) == 2 for w in c.worst)
+    assert all(w["expected"] == 0.0 and w["got"] < 0.0 for w in c.worst)
+    assert c.error_map["kind"] == "2d" and c.error_map["shape"] == [8, 64]
+    assert c.failed_check == "trial seed 0"
+
+
+def test_zeros_for_near_zero_outputs_are_mismatch_by_the_relative_norm_guard(judge):
+    result = judge("tiny_scale", "cpp_zeros_for_tiny_scale")
+    c = result.correctness
+    assert result.state == MISMATCH
+    assert c.mismatch_fraction == 0.0          # every element is within atol of the answer...
+    assert c.rel_norm_error == 1.0             # ...but all of the answer is missing
+    assert "relative error norm" in result.message
+
+
+def test_input_modified_in_place_is_mismatch_naming_the_input(judge):
+    result = judge("relu", "cpp_relu_in_place")
+    assert result.state == MISMATCH
+    assert "input 0 was modified in place" in result.message
+
+
+def test_hard_coded_batch_size_is_mismatch_on_the_extra_batch_size_trial(judge):
+    result = judge("batch_center", "cpp_batch_center_hardcoded")
+    assert result.state == MISMATCH
+    assert "batch size changed to 5" in result.correctness.failed_check
+    assert result.correctness.passed_trials == 5    # every trial at get_inputs()' batch passed
+
+
+def test_hard_coded_batch_size_passes_when_the_shape_check_is_off(judge):
+    result = judge("batch_center", "cpp_batch_center_hardcoded", shape_check=False,
+                   measure=False)
+    assert result.state == CORRECT

@@ -1,0 +1,52 @@
+"""Exceptions, crash signals, hangs and memory blow-ups are `runtime_error`, saying which, and
+end the candidate's child process only."""
+import time
+
+from tests.support.evaluator import candidate_source, line_of
+from kforge_nb.result import CORRECT, RUNTIME_ERROR
+
+
+def test_python_exception_in_forward_is_runtime_error_naming_exception_and_line(judge):
+    result = judge("relu", "python_exception_in_forward")
+    line = line_of(candidate_source("python_exception_in_forward"), "x.shape[2]")
+    assert result.state == RUNTIME_ERROR
+    assert result.error["type"] == "IndexError"
+    assert "IndexError" in result.message
+    assert f"line {line}" in result.message
+    assert result.error["line"] == line
+
+
+def test_cpp_null_pointer_write_is_runtime_error_with_SIGSEGV(judge):
+    result = judge("relu", "cpp_null_pointer_write")
+    assert result.state == RUNTIME_ERROR
+    assert result.error["type"] == "crash"
+    assert "SIGSEGV" in result.message
+
+
+def test_cpp_abort_is_runtime_error_with_SIGABRT(judge):
+    result = judge("relu", "cpp_abort")
+    assert result.state == RUNTIME_ERROR
+    assert result.error["type"] == "crash"
+    assert "SIGABRT" in result.message
+
+
+def test_infinite_loop_is_runtime_error_timeout_and_returns_promptly(judge):
+    started = time.monotonic()
+    result = judge("relu", "cpp_infinite_loop", timeout_s=4)
+    elapsed = time.monotonic() - started
+    assert result.state == RUNTIME_ERROR
+    assert result.error["type"] == "timeout"
+    assert "4 s" in result.message
+    assert elapsed < 4 + 15    # the reference (cached or not) and a kill, not a hang
+
+
+def test_memory_blowup_is_runtime_error_out_of_memory(judge):
+    result = judge("relu", "memory_blowup", memory_bytes=2**30)
+    assert result.state == RUNTIME_ERROR
+    assert result.error["type"] == "out_of_memory"
+    assert "1.00 GiB limit" in result.message
+
+
+def test_a_crashed_candidate_does_not_stop_the_next_evaluation(judge):
+    assert judge("relu", "cpp_null_pointer_write").state == RUNTIME_ERROR
+    assert judge("relu", "cpp_relu", measure=False).state == CORRECT
