@@ -4,7 +4,7 @@ import ast
 
 from tests.support.evaluator import candidate_source, line_of
 from kforge_nb.guardrails import Guardrails
-from kforge_nb.result import CORRECT, REJECTED
+from kforge_nb.result import CORRECT, MISMATCH, REJECTED
 from kforge_nb.targets.cpp import CppTarget
 
 
@@ -70,3 +70,16 @@ def test_patching_a_clock_after_the_trials_is_rejected_not_correct(judge):
     assert result.rules == ["tampering"]
     assert "time.perf_counter_ns" in result.message
     assert "its own outcome was correct" in result.message
+
+
+def test_patching_the_evaluators_own_comparison_changes_no_verdict(judge):
+    result = judge("relu", "cpp_patches_the_evaluator", guardrails=Guardrails(defaults=False))
+    assert result.state == MISMATCH
+    assert result.correctness.mismatch_fraction > 0.3
+
+
+def test_a_tampering_candidate_does_not_leak_into_the_next_evaluation(judge):
+    off = Guardrails(defaults=False)
+    assert judge("relu", "cpp_tampering_wrong_values", guardrails=off).rules == ["tampering"]
+    result = judge("relu", "cpp_relu", guardrails=off)
+    assert result.state == CORRECT and result.rules == []

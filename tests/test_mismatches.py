@@ -46,3 +46,10 @@ def test_hard_coded_batch_size_passes_when_the_shape_check_is_off(judge):
     result = judge("batch_center", "cpp_batch_center_hardcoded", shape_check=False,
                    measure=False)
     assert result.state == CORRECT
+
+
+def test_an_answer_cached_from_the_first_call_is_mismatch_on_fresh_inputs(judge):
+    result = judge("relu", "cpp_relu_cached_answer")
+    assert result.state == MISMATCH
+    assert result.correctness.passed_trials == 1
+    assert result.correctness.failed_check == "trial seed 1"

@@ -142,6 +142,7 @@ def run_reference(problem: Problem, device: str, options: EvalOptions) -> dict:
         finally:
             worker.close()
     if "problem_error" in message:
+        shutil.rmtree(tmp, ignore_errors=True)   # the message says it all; leave no half entry
         err = message["problem_error"]
         where = f" line {err['line']} ({err['source_line']})" if err.get("line") else ""
         raise ProblemError(f"{problem.label}{where}: running the reference raised "
