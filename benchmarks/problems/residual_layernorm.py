@@ -1,0 +1,35 @@
+"""Residual add then LayerNorm: norm(x + residual), as in a transformer block."""
+import os
+
+import torch
+import torch.nn as nn
+
+# Shapes per machine: "cpu" keeps the eager reference at a few milliseconds, "gpu" is a
+# realistic size for a data-centre GPU. KFORGE_SIZE picks one (default "cpu").
+SIZES = {
+    "cpu": dict(batch=64, dim=4096),
+    "gpu": dict(batch=4096, dim=16384),
+}
+
+
+def size() -> dict:
+    return SIZES[os.environ.get("KFORGE_SIZE", "cpu")]
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + residual)
+
+
+def get_inputs():
+    s = size()
+    return [torch.randn(s["batch"], s["dim"]), torch.randn(s["batch"], s["dim"])]
+
+
+def get_init_inputs():
+    s = size()
+    return [s["dim"]]
