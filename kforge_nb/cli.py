@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record", metavar="FILE", help="record every model call to FILE (JSONL)")
     p.add_argument("--replay", metavar="FILE", help="replay a recording instead of calling a model")
     p.add_argument("--aux", action="append", default=[], metavar="PATH",
-                   help="a file to include in every generation prompt (repeatable)")
+                   help="a file to include in generation prompts: PATH for every iteration, "
+                   "PATH@0,2 for iterations 0 and 2 (repeatable)")
     p.add_argument("--hint", default="", help="an instruction added to every generation prompt")
     p.add_argument("--prompts", metavar="DIR", help="folder of Jinja2 templates overriding the "
                    "built-in ones (generate.j2, generate.iter3.j2, analyse.j2, ...)")
@@ -128,9 +129,6 @@ def cmd_run(args) -> int:
     from .session import Budget, Session
     from .ui.terminal import Progress, TerminalPolicy
     problem = Problem.from_file(args.reference)
-    for path in args.aux:
-        if not Path(path).is_file():
-            return usage_error(f"--aux {path!r} is not a file")
     session = Session(
         problem, args.target,
         agents=AgentConfig(provider=args.provider, model=args.model,
@@ -153,7 +151,8 @@ def cmd_run(args) -> int:
             print(f"best kernel: {summary['artifacts']}/best_candidate.py")
     if session.error:
         print(f"kforge: {session.error}", file=sys.stderr)
-        return EXIT_USAGE if "provider" in session.finish_reason else EXIT_VERDICT
+        bad_setup = session.finish_reason.startswith(("provider error", "bad input"))
+        return EXIT_USAGE if bad_setup else EXIT_VERDICT
     return EXIT_CORRECT if session.best else EXIT_VERDICT
 
 

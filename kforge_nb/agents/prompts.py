@@ -3,7 +3,9 @@
 Lookup order for a template `NAME.j2` at iteration N:
   1. `NAME.iterN.j2` in the user's prompt folder (`--prompts DIR`), then in the package;
   2. `NAME.j2` in the user's folder, then the package's.
-Text in `append[NAME]` (or `append["NAME.iterN"]`) is added to the end of the rendered prompt.
+To add to a built-in prompt instead of replacing it, put the text in `NAME.append.md` or
+`NAME.iterN.append.md` in the prompt folder (or pass it as `append[NAME]` / `append["NAME.iterN"]`):
+it goes at the end of the rendered prompt.
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ class Prompts:
             template = self.env.get_template(f"{name}.j2")
         text = template.render(**context).strip() + "\n"
         for key in (name, f"{name}.iter{iteration}"):
-            if self.append.get(key):
-                text += "\n" + self.append[key].strip() + "\n"
+            extra = self.append.get(key) or self._append_file(key)
+            if extra:
+                text += "\n" + extra.strip() + "\n"
         return text
+
+    def _append_file(self, key: str) -> str:
+        path = Path(self.folder) / f"{key}.append.md" if self.folder else None
+        return path.read_text() if path and path.is_file() else ""

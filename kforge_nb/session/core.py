@@ -24,7 +24,7 @@ from ..agents import AgentConfig, make_agents
 from ..agents.base import AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage
 from ..agents.feedback import profile_summary
 from ..evaluator import EvalOptions, evaluate
-from ..problem import Problem
+from ..problem import Problem, ProblemError
 from ..providers import ProviderError
 from ..result import CORRECT, GENERATION_FAILURE, Result
 from ..targets import get_target
@@ -84,7 +84,7 @@ class Session:
         self.options = options or EvalOptions()
         self.mode = mode
         self.policy = policy or (QueuePolicy() if mode == "review" else AutoPolicy())
-        self.aux = [(Path(p).name, Path(p).read_text()) for p in (aux or [])]
+        self.aux = [parse_aux(spec) for spec in (aux or [])]
         self.translate_from = load_translation(translate_from)
         self.folder = artifacts.new_folder(out, f"{problem.name}-{self.target.name}")
         self.options.out_dir = self.folder
@@ -178,6 +178,10 @@ class Session:
             self.error = str(err)
             self.finish_reason = f"provider error: {err}"
             self._emit("notice", 0, text=str(err))
+        except (ProblemError, FileNotFoundError) as err:
+            self.error = str(err)
+            self.finish_reason = f"bad input: {err}"
+            self._emit("notice", 0, text=str(err))
         except Exception as err:  # a bug must end the session visibly, not hang a notebook
             self.error = f"{type(err).__name__}: {err}"
             self.finish_reason = f"internal error: {self.error}"
@@ -249,7 +253,9 @@ class Session:
                 problem=self.problem, target=self.target.name, kind=kind, iteration=iteration,
                 previous_code=base.code if base else None,
                 previous_result=base.result if base else None, instruction=instruction,
-                aux=self.aux, translate_from=self.translate_from, sample=sample)
+                aux=[(name, text) for name, text, only in self.aux
+                     if only is None or iteration in only],
+                translate_from=self.translate_from, sample=sample)
             generation = self.generator.generate(request)
             self.usage = self.usage + generation.usage
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
@@ -378,6 +384,15 @@ def _with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
     rails = dataclasses.replace(options.guardrails,
                                 allow=[*options.guardrails.allow, *ops])
     return dataclasses.replace(options, guardrails=rails)
+
+
+def parse_aux(spec: str) -> tuple[str, str, set[int] | None]:
+    """`PATH` (every iteration) or `PATH@0,2` (iterations 0 and 2 only)."""
+    path, _, only = spec.partition("@")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--aux {path!r} is not a file")
+    iterations = {int(i) for i in only.split(",") if i.strip()} if only else None
+    return Path(path).name, Path(path).read_text(), iterations
 
 
 def load_translation(source: str | None) -> str | None:

@@ -1,0 +1,42 @@
+"""One way from parsed options to a Session, shared by `kforge run` and the `%%kforge` magic.
+
+`run_defaults()` is the `kforge run` parser's own defaults (one place for each default);
+`session_from_args(problem, args)` builds the Session from any namespace carrying the same
+attribute names (`target`, `provider`, `iterations`, `no_compile_baseline`, ...).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..problem import Problem
+from .core import Budget, Session
+
+
+def run_defaults() -> argparse.Namespace:
+    """Every `kforge run` option at its default value."""
+    from ..cli import build_parser
+    args = build_parser().parse_args(["run", "<cell>"])
+    for name in ("command", "func", "reference"):
+        delattr(args, name)
+    return args
+
+
+def session_from_args(problem: Problem, args, policy=None) -> Session:
+    """The Session `kforge run` would build for these options (plus `mode` where given)."""
+    from ..agents import AgentConfig
+    from ..cli import eval_options
+    for path in args.aux:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"--aux {path!r} is not a file")
+    return Session(
+        problem, args.target,
+        agents=AgentConfig(provider=args.provider, model=args.model,
+                           analysis_provider=args.analysis_provider,
+                           analysis_model=args.analysis_model, record=args.record,
+                           replay=args.replay, prompts_dir=args.prompts, hint=args.hint),
+        budget=Budget(iterations=args.iterations, samples=args.samples, wall_s=args.wall_time,
+                      tokens=args.max_tokens, cost_usd=args.max_cost,
+                      target_speedup=args.target_speedup, patience=args.patience),
+        options=eval_options(args), mode=getattr(args, "mode", None) or "auto", aux=args.aux,
+        translate_from=args.translate_from, out=args.out, policy=policy)
