@@ -2,6 +2,7 @@
 
     kforge eval REF CAND [--target T] [--json] ...   judge one candidate (exit 0 iff correct)
     kforge run PROBLEM [--provider P] [--iterations N] ... the agent loop (exit 0 iff correct)
+    kforge bench DIR_OR_FILES [--provider P] ...       a session per problem, one table
 """
 from __future__ import annotations
 
@@ -97,6 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     add_eval_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="run a session per problem of a suite; print a table")
+    p.add_argument("problems", nargs="+", help="problem files or folders of them")
+    p.add_argument("--provider", default="builtin", help="provider (default builtin)")
+    p.add_argument("--model", help="generation model")
+    p.add_argument("--iterations", type=int, default=3, help="rounds per problem (default 3)")
+    p.add_argument("--samples", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    add_eval_options(p)
+    p.set_defaults(func=cmd_bench)
     return parser
 
 
@@ -154,6 +165,24 @@ def cmd_run(args) -> int:
         bad_setup = session.finish_reason.startswith(("provider error", "bad input"))
         return EXIT_USAGE if bad_setup else EXIT_VERDICT
     return EXIT_CORRECT if session.best else EXIT_VERDICT
+
+
+def cmd_bench(args) -> int:
+    import dataclasses
+    from .agents import AgentConfig
+    from .bench import problem_files, run_suite, table
+    from .session import Budget
+    files = problem_files(args.problems)
+    if not files:
+        return usage_error(f"no problem files in {' '.join(args.problems)}")
+
+    def progress(row):
+        print(f"{row.problem}: {row.state} ({row.seconds:.0f} s)", file=sys.stderr, flush=True)
+    rows = run_suite(files, args.target, AgentConfig(provider=args.provider, model=args.model),
+                     Budget(iterations=args.iterations, samples=args.samples),
+                     eval_options(args), args.out, progress)
+    print(json.dumps([dataclasses.asdict(r) for r in rows]) if args.json else table(rows))
+    return EXIT_CORRECT if all(r.state == "correct" for r in rows) else EXIT_VERDICT
 
 
 def history_table(session) -> str:
