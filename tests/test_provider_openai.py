@@ -1,0 +1,63 @@
+"""The OpenAI-compatible provider (vLLM, llama.cpp, Ollama) against a local chat-completions server."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kforge_nb.agents import AgentConfig
+from kforge_nb.session import Budget, Session
+from tests.test_session_anthropic import GOOD, PROBLEM, options
+
+pytest.importorskip("openai")
+
+
+class ChatServer:
+    """Answers POST /v1/chat/completions with scripted texts; keeps the request bodies."""
+
+    def __init__(self, answers: list[str]):
+        self.answers, self.requests = list(answers), []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                server.requests.append(body)
+                text = server.answers.pop(0)
+                data = json.dumps({
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 80,
+                              "total_tokens": 200}}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+def test_openai_compatible_endpoint_drives_a_session(monkeypatch, tmp_path):
+    server = ChatServer([f"```python\n{GOOD}```"])
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="openai", model="qwen-coder-local"),
+                      Budget(iterations=1), options(tmp_path), out=tmp_path)
+    session.run()
+    server.httpd.shutdown()
+    assert session.history[0].result.state == "correct"
+    assert server.requests[0]["model"] == "qwen-coder-local"
+    assert server.requests[0]["messages"][0]["role"] == "system"
+    summary = session.summary()
+    assert (summary["input_tokens"], summary["output_tokens"]) == (120, 80)
+    assert summary["unpriced_calls"] == 1     # a local model has no price: no guessed cost
