@@ -1,6 +1,6 @@
 """Check every problem in benchmarks/problems/: it loads, and its reference runs.
 
-    python benchmarks/check_problems.py [NAME ...]
+    python benchmarks/check_problems.py [--gpu-run] [NAME ...]
 
 For each problem:
 - kforge's own static check (`Problem.from_file`) passes;
@@ -9,6 +9,7 @@ For each problem:
   shape-check trial does;
 - at the "gpu" size, the model and inputs are built on torch's `meta` device and the forward
   runs there: shapes, FLOPs and input bytes are checked without allocating or computing.
+  With --gpu-run on a CUDA host, the "gpu" size also runs for real and its eager time is shown.
 
 Exit status 0 when every problem passes.
 """
@@ -85,19 +86,50 @@ def check_gpu_shapes(module) -> dict:
             "input_mb": nbytes / 2**20}
 
 
+def run_gpu(module) -> float:
+    """Eager milliseconds of the "gpu" size on the CUDA device (median of 5 after warm-up)."""
+    os.environ["KFORGE_SIZE"] = "gpu"
+    try:
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            model = module.Model(*module.get_init_inputs())
+            inputs = module.get_inputs()
+        with torch.no_grad():
+            model(*inputs)
+            times = []
+            for _ in range(5):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                model(*inputs)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end))
+        del model, inputs
+        torch.cuda.empty_cache()
+        return statistics.median(times)
+    finally:
+        os.environ["KFORGE_SIZE"] = "cpu"
+
+
 def main(argv: list[str]) -> int:
+    gpu_run = "--gpu-run" in argv
+    argv = [a for a in argv if a != "--gpu-run"]
+    if gpu_run and not torch.cuda.is_available():
+        print("--gpu-run needs a CUDA GPU", file=sys.stderr)
+        return 2
     paths = sorted(HERE.glob("*.py"))
     if argv:
         paths = [p for p in paths if p.stem in argv]
     failures = 0
     print(f"{'problem':<24} {'cpu output':<18} {'cpu ms':>7}  {'gpu output':<20} "
-          f"{'gpu GFLOP':>9} {'gpu input MB':>12}")
+          f"{'gpu GFLOP':>9} {'gpu input MB':>12}" + (f" {'gpu eager ms':>12}" if gpu_run else ""))
     for path in paths:
         try:
             Problem.from_file(path)
             module = load(path)
             cpu = check_cpu(module)
             gpu = check_gpu_shapes(module)
+            gpu_ms = f" {run_gpu(module):>12.3f}" if gpu_run else ""
         except Exception as exc:
             failures += 1
             print(f"{path.stem:<24} FAILED: {type(exc).__name__}: {exc}")
@@ -105,7 +137,7 @@ def main(argv: list[str]) -> int:
         slow = "  (slow for the cpu size)" if cpu["ms"] > SLOW_CPU_MS else ""
         print(f"{path.stem:<24} {str(tuple(cpu['shape'])):<18} {cpu['ms']:>7.2f}  "
               f"{str(tuple(gpu['shape'])):<20} {gpu['gflop']:>9.1f} {gpu['input_mb']:>12.0f}"
-              f"{slow}")
+              f"{gpu_ms}{slow}")
     print(f"{len(paths) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
