@@ -146,6 +146,11 @@ class Session:
         iteration = (self.history[-1].iteration + 1) if self.history else 0
         return self._evaluate(code, iteration, 0, None, label)
 
+    def export(self, path: str | Path, attempt: Attempt | None = None) -> Path:
+        """Write the best (or the given) candidate as a standalone .py; see kforge_nb/export.py."""
+        from ..export import export
+        return export(self, path, attempt)
+
     def summary(self) -> dict:
         best = self.best
         t = best.result.timing if best else None
