@@ -26,7 +26,8 @@ from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
 from traitlets import Bool, Enum, Float, Int, Unicode
 
 SUBCOMMANDS = "last, stop, eval CANDIDATE_VAR_OR_FILE, config"
@@ -159,7 +160,8 @@ class KForgeMagics(Magics):
         """kforge run's defaults, then traitlets config, then this line's flags."""
         from .session.config import run_defaults
         try:
-            given = parse_argstring(self.kforge, line)
+            # posix splitting: --hint "use vector loads" arrives without its quotes
+            given = self.kforge.parser.parse_args(arg_split(line, posix=True))
         except UsageError as err:
             raise UsageError(f"%%kforge: {err}. The flags mirror `kforge run` (see `%%kforge?`); "
                              f"line-magic subcommands are: {SUBCOMMANDS}.") from None
