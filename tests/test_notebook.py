@@ -1,0 +1,80 @@
+"""notebooks/quickstart.ipynb executed headless with nbclient, as CI, papermill or nbval would.
+
+The `%%kforge` cell must block (nbclient sends allow_stdin=False, so no person is there), and
+the saved notebook must hold the run: the report bundle (application/vnd.kforge.run+json with
+HTML and text fallbacks) in the cell's outputs and the dashboard's widget state in the
+notebook's metadata.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.test_magic import GOOD, answer, api, recommendation  # noqa: F401
+
+QUICKSTART = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"
+MIME = "application/vnd.kforge.run+json"
+# softmax(2x) in C++: the example kernel with the scale folded into the exponent
+GOOD_X2 = GOOD.replace("std::exp(row_in[c] - row_max)", "std::exp(2.0f * (row_in[c] - row_max))")
+FASTER_X2 = GOOD_X2.replace("schedule(static)", "schedule(static, 4)")
+
+
+def execute(path: Path, tmp_path: Path) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel (cwd = tmp_path), save, and read the saved file back."""
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    saved = tmp_path / path.name
+    nbformat.write(nb, saved)
+    return nbformat.read(saved, as_version=4)
+
+
+def kforge_cell(nb) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%kforge"))
+
+
+def assert_holds_the_run(nb, tmp_path: Path) -> dict:
+    cell = kforge_cell(nb)
+    bundles = [o for o in cell.outputs if MIME in o.get("data", {})]
+    assert len(bundles) == 1, [o.get("output_type") for o in cell.outputs]
+    data = bundles[0]["data"]
+    record = data[MIME]
+    assert record["running"] is False and record["summary"]["reason"]
+    assert record["history"] and record["best"] and "class ModelNew" in record["best"]["code"]
+    assert [e["kind"] for e in record["events"]][0] == "started"
+    assert record["events"][-1]["kind"] == "finished"
+    assert "<table" in data["text/html"] and "<script" not in data["text/html"]
+    assert "ModelNew" in data["text/html"] and "candidates over" in data["text/plain"]
+
+    views = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in
+             o.get("data", {})]
+    assert views, "the dashboard was not displayed"
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    root = views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    assert root in state
+    html = " ".join(str(m["state"].get("value", "")) for m in state.values())
+    assert "finished:" in html and "kforge" in html             # the final dashboard state
+    assert (tmp_path / "softmax_x2_kernel.py").exists()        # the export cell ran
+    return record
+
+
+def test_quickstart_executed_headless_holds_the_report_and_widget_state(api, tmp_path):
+    api([answer(GOOD_X2), recommendation(), answer(FASTER_X2), recommendation(),
+         answer(GOOD_X2)])
+    nb = execute(QUICKSTART, tmp_path)
+    record = assert_holds_the_run(nb, tmp_path)
+    assert record["summary"]["provider"].startswith("anthropic")
+    assert [a["result"]["state"] for a in record["history"]] == ["correct"] * 3
+
+
+@pytest.mark.skipif(importlib.util.find_spec("kforge_nb.agents.builtin") is None,
+                    reason="the builtin offline agent is not in this checkout yet")
+def test_quickstart_runs_offline_with_the_builtin_agent(monkeypatch, tmp_path):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    nb = execute(QUICKSTART, tmp_path)
+    record = assert_holds_the_run(nb, tmp_path)
+    assert record["summary"]["provider"].startswith("builtin")
