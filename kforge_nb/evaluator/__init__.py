@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import shutil
 import threading
 import time
@@ -117,13 +118,25 @@ def run_reference(problem: Problem, device: str, options: EvalOptions) -> dict:
     """Reference data and baselines for this problem on this device, cached on disk."""
     import torch
     plan = options.trial_plan()
-    key = hashlib.sha256(json.dumps([problem.source, plan, device, torch.__version__,
+    # Problems may read KFORGE_* variables (e.g. KFORGE_SIZE picks cpu or gpu shapes).
+    knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("KFORGE_")
+                   and k != "KFORGE_CACHE")
+    key = hashlib.sha256(json.dumps([problem.source, plan, device, torch.__version__, knobs,
                                      devices.gpu_name() if device == "cuda" else "",
                                      sorted(options.baselines)]).encode()).hexdigest()[:20]
     folder = cache_dir() / "reference" / key
     summary_path = folder / "reference.json"
-    if summary_path.exists():
-        return {**json.loads(summary_path.read_text()), "folder": str(folder)}
+    if not summary_path.exists():
+        with DEVICE_LOCK:
+            # Candidates of one problem judged at once wait here: the first computes it.
+            if not summary_path.exists():
+                compute_reference(problem, device, plan, options, folder)
+    return {**json.loads(summary_path.read_text()), "folder": str(folder)}
+
+
+def compute_reference(problem: Problem, device: str, plan: list[dict], options: EvalOptions,
+                      folder: Path) -> None:
+    """Run the reference worker; its data lands in `folder` whole or not at all."""
     tmp = folder.with_name(folder.name + f".tmp{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -131,16 +144,14 @@ def run_reference(problem: Problem, device: str, options: EvalOptions) -> dict:
            "init_seed": options.seed, "baselines": list(options.baselines),
            "data": str(tmp / "reference.pt"), "trace": str(tmp / "reference_trace.json"),
            "log": str(tmp / "reference.log")}
-    with DEVICE_LOCK:
-        worker = Worker("reference_main", job, max(options.timeout_s, 600.0),
-                        options.memory_bytes)
-        try:
-            message = worker.recv()
-        except WorkerFailure as failure:
-            raise ProblemError(f"{problem.label}: the reference itself failed: {failure}. "
-                               f"Log: {job['log']}") from None
-        finally:
-            worker.close()
+    worker = Worker("reference_main", job, max(options.timeout_s, 600.0), options.memory_bytes)
+    try:
+        message = worker.recv()
+    except WorkerFailure as failure:
+        raise ProblemError(f"{problem.label}: the reference itself failed: {failure}. "
+                           f"Log: {job['log']}") from None
+    finally:
+        worker.close()
     if "problem_error" in message:
         shutil.rmtree(tmp, ignore_errors=True)   # the message says it all; leave no half entry
         err = message["problem_error"]
@@ -151,7 +162,6 @@ def run_reference(problem: Problem, device: str, options: EvalOptions) -> dict:
     artifacts.write_json(tmp / "reference.json", message["done"])
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
-    return {**message["done"], "folder": str(folder)}
 
 
 def run_candidate(problem: Problem, candidate: str, target: Target, options: EvalOptions,
@@ -163,7 +173,8 @@ def run_candidate(problem: Problem, candidate: str, target: Target, options: Eva
            "env": target.worker_env(), "log": str(folder / "worker.log"),
            "data": str(Path(reference["folder"]) / "reference.pt") if reference else "",
            "outputs": str(folder / "candidate_outputs.pt"), "trace": str(folder / "trace.json"),
-           "timing": {"budget_s": options.timing_budget_s}}
+           "timing": {"budget_s": options.timing_budget_s} if not target.timing_note()
+           else {"min_repeats": 3, "max_repeats": 3, "budget_s": 0.0}}  # not a timing anyway
     worker = Worker("candidate_main", job, options.timeout_s, options.memory_bytes)
     try:
         message = worker.recv()

@@ -28,21 +28,29 @@ def send_message(sock: socket.socket, obj, fds=()) -> None:
         sock.sendall(header + data)
 
 
-def recv_message(sock: socket.socket, with_fds: bool = False):
-    """One message (and the descriptors sent with it); None at end of stream."""
-    fds: list[int] = []
-    if with_fds:
-        chunk, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
-    else:
-        chunk = sock.recv(1 << 16)
-    if not chunk:
-        return (None, []) if with_fds else None
-    while len(chunk) < 4 or len(chunk) < 4 + struct.unpack("!I", chunk[:4])[0]:
-        more = sock.recv(1 << 16)
+def recv_exactly(sock: socket.socket, size: int, chunk: bytes = b"") -> bytes:
+    while len(chunk) < size:
+        more = sock.recv(size - len(chunk))
         if not more:
             raise EOFError("truncated message")
         chunk += more
-    obj = pickle.loads(chunk[4:4 + struct.unpack("!I", chunk[:4])[0]])
+    return chunk
+
+
+def recv_message(sock: socket.socket, with_fds: bool = False):
+    """One message (and the descriptors sent with it); None at end of stream.
+
+    Reads exactly one message's bytes: on a stream socket two messages sent back to back (a
+    child's exit and the next pid) arrive together, and the second must not be dropped."""
+    fds: list[int] = []
+    if with_fds:
+        chunk, fds, _, _ = socket.recv_fds(sock, 4, 4)
+    else:
+        chunk = sock.recv(4)
+    if not chunk:
+        return (None, []) if with_fds else None
+    size = struct.unpack("!I", recv_exactly(sock, 4, chunk))[0]
+    obj = pickle.loads(recv_exactly(sock, size))
     return (obj, fds) if with_fds else obj
 
 

@@ -1,0 +1,74 @@
+"""Candidate code runs in child processes forked from one server: a crash ends that child only,
+and candidates judged at once (as a session does) each get their own verdict."""
+import os
+import socket
+import threading
+
+from kforge_nb.evaluator import evaluate
+from kforge_nb.evaluator.zygote import recv_message, send_message
+from kforge_nb.problem import Problem
+from kforge_nb.result import CORRECT, MISMATCH, RUNTIME_ERROR
+from tests.support.evaluator import candidate_source, load_problem
+
+
+def test_candidate_code_runs_in_a_child_process_not_the_callers(judge, options, tmp_path):
+    pid_file = tmp_path / "pid"
+    source = candidate_source("cpp_relu").replace("import torch\n", "import os\n\nimport torch\n")
+    source += f"\nwith open({str(pid_file)!r}, 'w') as f:\n    f.write(str(os.getpid()))\n"
+    result = evaluate(load_problem("relu"), source, "cpp", options(measure=False))
+    assert result.state == CORRECT
+    assert int(pid_file.read_text()) != os.getpid()
+
+
+def test_a_crashed_candidate_does_not_stop_the_next_evaluation(judge):
+    assert judge("relu", "cpp_null_pointer_write").state == RUNTIME_ERROR
+    assert judge("relu", "cpp_relu", measure=False).state == CORRECT
+
+
+def test_fork_server_messages_sent_back_to_back_are_each_received():
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        send_message(theirs, ("exit", 101, -11))      # a child's end and the next fork's
+        send_message(theirs, ("pid", 102))            # pid, in one write burst
+        ours.settimeout(5)
+        assert recv_message(ours) == ("exit", 101, -11)
+        assert recv_message(ours) == ("pid", 102)
+
+
+def test_candidates_judged_at_once_each_get_their_own_verdict(options):
+    expected = {"cpp_relu": (CORRECT, ""), "cpp_leaky_relu": (MISMATCH, ""),
+                "cpp_null_pointer_write": (RUNTIME_ERROR, "SIGSEGV"),
+                "cpp_abort": (RUNTIME_ERROR, "SIGABRT")}
+    problem = load_problem("relu")
+    for seed in range(3):                             # a fresh reference each round
+        results = {}
+
+        def judge_one(name):
+            results[name] = evaluate(problem, candidate_source(name), "cpp",
+                                     options(seed=100 + seed, timeout_s=60, measure=False))
+        threads = [threading.Thread(target=judge_one, args=(n,)) for n in expected]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for name, (state, says) in expected.items():
+            assert results[name].state == state, (name, results[name].message)
+            assert says in results[name].message
+
+
+def test_candidates_of_one_problem_judged_at_once_share_one_reference_run(options, tmp_path):
+    runs = tmp_path / "reference-runs"
+    problem = Problem.from_string(
+        load_problem("relu").source.replace(
+            "class Model(nn.Module):\n",
+            f"class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"        with open({str(runs)!r}, 'a') as f:\n            f.write('run\\n')\n\n"),
+        name="relu_counted")
+    threads = [threading.Thread(target=evaluate, args=(problem, candidate_source("cpp_relu"),
+                                                       "cpp", options(measure=False)))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert runs.read_text() == "run\n"
