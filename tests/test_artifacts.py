@@ -18,3 +18,13 @@ def test_artifacts_folder_holds_candidate_result_json_and_worker_log(judge, cand
     assert (folder / "candidate.py").read_text() == candidate_source(candidate)
     assert (folder / "worker.log").is_file()
     assert not [p.name for p in folder.rglob("*") if ".tmp" in p.name]
+
+
+def test_what_the_candidate_prints_goes_to_worker_log_not_the_callers_output(judge, capfd):
+    result = judge("relu", "cpp_relu_chatty", measure=False)
+    log = (Path(result.artifacts) / "worker.log").read_text()
+    assert "chatty candidate imported" in log
+    assert "forward called with (8, 64)" in log
+    assert "relu kernel: 512 elements" in log
+    out, err = capfd.readouterr()
+    assert "chatty" not in out + err and "relu kernel" not in out + err

@@ -17,7 +17,8 @@ def only_json_object(stdout: str) -> dict:
 
 
 def test_cli_json_prints_one_result_object_and_exits_0_when_correct(kforge_cli):
-    proc = kforge_cli("eval", str(PROBLEMS / "relu.py"), str(CANDIDATES / "cpp_relu.py"), *FAST)
+    chatty = CANDIDATES / "cpp_relu_chatty.py"       # prints from Python and from C++
+    proc = kforge_cli("eval", str(PROBLEMS / "relu.py"), str(chatty), *FAST)
     result = only_json_object(proc.stdout)
     assert proc.returncode == 0, proc.stderr
     assert result["state"] == "correct" and result["state"] in STATES
