@@ -53,3 +53,17 @@ def test_an_answer_cached_from_the_first_call_is_mismatch_on_fresh_inputs(judge)
     assert result.state == MISMATCH
     assert result.correctness.passed_trials == 1
     assert result.correctness.failed_check == "trial seed 1"
+
+
+def test_wrong_output_dtype_is_mismatch_naming_both_dtypes(judge):
+    result = judge("relu", "cpp_relu_float64")
+    assert result.state == MISMATCH
+    assert "dtype torch.float64, expected torch.float32" in result.message
+
+
+def test_small_errors_fail_strict_but_pass_a_declared_looser_precision_policy(judge):
+    strict = judge("relu", "cpp_relu_off_by_1e3", measure=False)
+    loose = judge("relu", "cpp_relu_off_by_1e3", measure=False, precision="tf32")
+    assert strict.state == MISMATCH and strict.correctness.tolerance["policy"] == "strict"
+    assert loose.state == CORRECT
+    assert "tolerances loosened for the tf32 precision policy" in loose.message
