@@ -1,11 +1,11 @@
-"""Every evaluation leaves one folder: the candidate, result.json, the worker's log; whole files only."""
+"""Every evaluation leaves one folder: candidate, result.json, worker log; whole files only."""
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.evaluator import candidate_source
 from kforge_nb.result import SCHEMA_VERSION, Result
+from tests.support.evaluator import candidate_source
 
 
 @pytest.mark.parametrize("candidate", ["cpp_relu", "cpp_null_pointer_write"])

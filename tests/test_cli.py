@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from tests.support.evaluator import CANDIDATES, PROBLEMS
 from kforge_nb.result import SCHEMA_VERSION, STATES
+from tests.support.evaluator import CANDIDATES, PROBLEMS
 
 FAST = ["--target", "cpp", "--no-compile-baseline", "--json", "--out", "runs"]
 

@@ -1,10 +1,6 @@
 """A candidate that does not build is `compile_failure`, located in the candidate file."""
-import shutil
-
-import pytest
-
-from tests.support.evaluator import candidate_source, line_of
 from kforge_nb.result import COMPILE_FAILURE
+from tests.support.evaluator import candidate_source, line_of
 
 
 def test_python_syntax_error_is_compile_failure_with_line_number(judge):

@@ -2,10 +2,12 @@
 patches the verdict's functions at run time is `rejected` as well, never `correct`."""
 import ast
 
-from tests.support.evaluator import candidate_source, line_of
+from kforge_nb.evaluator import evaluate
 from kforge_nb.guardrails import Guardrails
+from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT, MISMATCH, REJECTED
 from kforge_nb.targets.cpp import CppTarget
+from tests.support.evaluator import EXAMPLES, candidate_source, line_of
 
 
 def rules_fired(source: str, guardrails: Guardrails | None = None) -> list[str]:
@@ -28,11 +30,14 @@ def test_triton_candidate_without_a_jit_kernel_is_rejected_naming_triton_kernel(
     assert "no @triton.jit kernel" in result.message
 
 
-def test_user_ban_regex_rejects_a_matching_candidate(judge):
-    result = judge("relu", "cpp_relu", guardrails=Guardrails(bans=[r"int64_t\s+n\b"]))
+def test_user_ban_regex_rejects_a_matching_candidate(options):
+    no_openmp = Guardrails(bans=[r"#pragma\s+omp"])
+    result = evaluate(Problem.from_file(EXAMPLES / "softmax.py"),
+                      (EXAMPLES / "cpp_softmax.py").read_text(), "cpp",
+                      options(guardrails=no_openmp))
     assert result.state == REJECTED
-    assert result.rules == [r"user-ban:int64_t\s+n\b"]
-    assert "banned by the user" in result.message
+    assert result.rules == [r"user-ban:#pragma\s+omp"]
+    assert "banned by the user" in result.message and "#pragma omp" in result.message
 
 
 def test_calling_a_loaded_kernel_named_after_a_torch_op_is_not_torch_compute():
@@ -56,7 +61,7 @@ def test_tampering_candidate_is_rejected_by_the_static_patching_rule(judge):
 
 def test_tampering_candidate_that_runs_is_rejected_by_the_integrity_check(judge):
     result = judge("relu", "cpp_tampering_wrong_values", guardrails=Guardrails(defaults=False))
-    assert result.state == REJECTED and result.state != CORRECT
+    assert result.state == REJECTED                   # not correct, not even mismatch
     assert result.rules == ["tampering"]
     for name in ("torch.allclose", "torch.testing.assert_close", "time.perf_counter"):
         assert name in result.message

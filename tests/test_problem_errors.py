@@ -1,8 +1,8 @@
 """An unusable reference is a `ProblemError` whose message says what is wrong and where."""
 import pytest
 
-from tests.support.evaluator import candidate_source, load_problem
 from kforge_nb.evaluator import ProblemError, evaluate
+from tests.support.evaluator import candidate_source, load_problem
 
 
 def test_reference_without_a_model_class_is_problem_error():

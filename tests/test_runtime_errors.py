@@ -2,8 +2,8 @@
 end the candidate's child process only."""
 import time
 
-from tests.support.evaluator import candidate_source, line_of
 from kforge_nb.result import RUNTIME_ERROR
+from tests.support.evaluator import candidate_source, line_of
 
 
 def test_python_exception_in_forward_is_runtime_error_naming_exception_and_line(judge):

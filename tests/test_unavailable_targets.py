@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.support.evaluator import candidate_source, line_of
 from kforge_nb.result import COMPILE_FAILURE, UNAVAILABLE
+from tests.support.evaluator import candidate_source, line_of
 
 needs_nvcc_without_gpu = pytest.mark.skipif(
     shutil.which("nvcc") is None or torch.cuda.is_available(),

@@ -1,4 +1,4 @@
-"""Outputs around 1e-6: every element is within atol of zero, so only the norm guard catches zeros."""
+"""Outputs around 1e-6: each element is within atol of zero; only the norm guard catches zeros."""
 import torch
 import torch.nn as nn
 

@@ -7,6 +7,7 @@ TESTS = Path(__file__).parent.parent
 PROBLEMS = TESTS / "problems"
 CANDIDATES = TESTS / "candidates"
 REPO = TESTS.parent
+EXAMPLES = REPO / "kforge_nb" / "targets" / "examples"   # the shipped one-shot examples
 
 
 def problem_path(name: str) -> Path:
