@@ -1,0 +1,1 @@
+"""The builtin agent: deterministic, no LLM. Work in progress."""

@@ -1,0 +1,118 @@
+"""Turn a partitioned reference into a complete candidate for one target."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from . import candidate as cand
+from .capture import Captured
+from .cpp_kernels import CppKernel, CppOptions, cpp_source
+from .ir import Node
+from .kernel import KernelPlan, kernel_name
+from .partition import Plan
+
+
+@dataclass
+class Built:
+    code: str | None
+    kept_ops: list[str] = field(default_factory=list)
+    coverage: list[str] = field(default_factory=list)     # lines for Generation.notes
+    kernels: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+def kept_summary(plan: Plan, vendor_matmul: bool) -> tuple[list[str], list[str]]:
+    """(allow tokens for the guardrails, human labels) of the torch ops left in forward."""
+    allow, labels = [], []
+    for kind, item in plan.steps:
+        if kind == "host" and item.fn == "kept":
+            labels.append(item.attrs.get("label") or item.attrs["expr"])
+            if item.attrs.get("allow"):
+                allow.append(item.attrs["allow"])
+        elif kind == "matmul" and vendor_matmul:
+            labels.append(f"{item.fn} (vendor GEMM)")
+            allow.append(item.fn)
+    return sorted(set(allow)), labels
+
+
+def lowered_ops(plan: Plan) -> list[str]:
+    ops = []
+    for g in plan.groups:
+        for m in g.members:
+            label = m.origin or m.fn
+            if m.op != "host" and label not in ops:
+                ops.append(label)
+    return ops
+
+
+def launcher_lines(kp: KernelPlan, call: str, launcher: str) -> list[str]:
+    """The Python wrapper around one kernel: contiguous inputs, sizes, outputs, the call."""
+    g = kp.group
+    args = [n.name for n in kp.inputs] + [s.name for s in kp.scalars]
+    lines = [f"def {launcher}({', '.join(args)}):",
+             f'    """Runs {kp.name}: {kp.story()[0].lower().rstrip(".")}."""']
+    for n in kp.inputs:
+        lines.append(f"    {n.name} = {n.name}.contiguous()")
+    lines.append(f"    shape = {cand.base_shape(g)}")
+    names = [r.size_name for r in kp.regions]
+    exprs = [r.expr for r in kp.regions]
+    if len(names) == 1:
+        lines.append(f"    {names[0]} = {exprs[0]}")
+    else:
+        lines.append(f"    {', '.join(names)} = {', '.join(exprs)}")
+    device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
+    for o in kp.outputs:
+        lines.append(f"    {o.name} = torch.empty({cand.output_shape(g, o)}, "
+                     f"dtype=torch.float32, device={device})")
+    call_args = [n.name for n in kp.inputs] + [o.name for o in kp.outputs] + \
+        [f"float({s.name})" for s in kp.scalars] + names
+    lines.append(f"    {call}({', '.join(call_args)})")
+    lines.append(f"    return {', '.join(o.name for o in kp.outputs)}")
+    return lines
+
+
+def cpp_candidate(title: str, source: str, cap: Captured, plan: Plan,
+                  options: CppOptions) -> Built:
+    allow, labels = kept_summary(plan, vendor_matmul=True)
+    if not plan.groups:
+        what = ", ".join(labels) or "nothing"
+        return Built(None, allow, failure=f"builtin agent cannot lower: {what} (no elementwise "
+                     "or reduction work left to put in a kernel)")
+    taken: set[str] = set()
+    kernels, launchers, launches, helpers, story = [], [], {}, set(), []
+    for group in plan.groups:
+        name = kernel_name(group, taken)
+        kp = KernelPlan.build(group, name)
+        writer = CppKernel(kp, options)
+        kernels.append(writer.write())
+        helpers |= writer.f.used
+        launcher = "fused_" + name[: -len("_kernel")]
+        launchers.append("\n".join(launcher_lines(kp, f"kernels.{name}", launcher)))
+        launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
+        story.append(f"- `{name}` (C++, OpenMP): {kp.story()[0]}")
+    support, init = cand.reference_parts(source)
+    body = cand.forward_lines(plan, launches, cand.vendor_matmul)
+    doc = story + ([f"- kept in torch: {', '.join(labels)}"] if labels else []) + \
+        [f"- {n}" for n in cap.notes]
+    options_dict = dataclasses.asdict(options)
+    parts = [
+        cand.docstring(f"{title}: C++ kernels for the CPU, written by kforge-nb's builtin "
+                       "agent (no LLM).", doc),
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "from kforge_nb.runtime import cpp",
+        "\n\n".join(s for s in support if s and not s.startswith(("import torch", "from torch"))),
+        cand.header_line("cpp", options_dict),
+        "# The C++ below is compiled once (g++ -O3 -march=native -fopenmp, strict IEEE maths) and\n"
+        "# cached by its hash; every extern \"C\" function becomes a Python callable that takes\n"
+        "# contiguous float32 tensors for pointers and Python numbers for sizes.\n"
+        'source = r"""\n' + cpp_source(kernels, helpers, options) + '"""\n\n'
+        "kernels = cpp.load(source)",
+        "\n\n\n".join(launchers),
+        cand.model_class(init, [n.name for n in plan.graph.inputs], body),
+    ]
+    code = "\n\n\n".join(p for p in parts if p.strip()) + "\n"
+    coverage = [f"lowered to C++: {', '.join(lowered_ops(plan))} in {len(kernels)} kernel(s)"]
+    if labels:
+        coverage.append(f"left to torch: {', '.join(labels)}")
+    coverage += cap.notes
+    return Built(code, allow, coverage, [k.split("\n")[0] for k in kernels])

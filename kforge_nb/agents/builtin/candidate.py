@@ -1,0 +1,138 @@
+"""Assemble a complete candidate file: docstring, imports, kernels, launchers, ModelNew.
+
+ModelNew keeps the reference's constructor verbatim (same arguments, same submodules and
+parameters), so the evaluator copies the reference's weights into it; only forward changes.
+"""
+from __future__ import annotations
+
+import ast
+import json
+
+from .ir import Node
+from .partition import Group, Plan
+
+HEADER_MARK = "# kforge-builtin:"
+
+
+def reference_parts(source: str) -> tuple[list[str], str | None]:
+    """(top-level code the constructor needs, the constructor's source) from the reference."""
+    tree = ast.parse(source)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    init = next((n for n in model.body if isinstance(n, ast.FunctionDef) and
+                 n.name == "__init__"), None) if model else None
+    definitions = {}
+    for node in tree.body:
+        names = []
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+        for name in names:
+            if name not in ("Model", "get_inputs", "get_init_inputs"):
+                definitions[name] = node
+    needed, todo = [], [init] if init else []
+    while todo:
+        for n in ast.walk(todo.pop()):
+            if isinstance(n, ast.Name) and n.id in definitions and definitions[n.id] not in needed:
+                needed.append(definitions[n.id])
+                todo.append(definitions[n.id])
+    imports = [ast.get_source_segment(source, n) for n in tree.body
+               if isinstance(n, (ast.Import, ast.ImportFrom))]
+    support = [ast.get_source_segment(source, n) for n in tree.body if n in needed]
+    init_text = None
+    if init is not None:
+        lines = source.splitlines()
+        start = min([d.lineno for d in init.decorator_list] + [init.lineno]) - 1
+        body = lines[start:init.end_lineno]
+        indent = len(body[0]) - len(body[0].lstrip())
+        init_text = "\n".join("    " + l[indent:] if l.strip() else "" for l in body)
+        init_text = init_text.replace("super(Model, self)", "super(ModelNew, self)")
+    return [i for i in imports if i] + support, init_text
+
+
+def python_ref(node, params_as_self: bool = True) -> str:
+    if not isinstance(node, Node):
+        return repr(node)
+    if node.op == "param" and params_as_self:
+        return node.attrs["expr"]
+    return node.name
+
+
+MATMUL_CALLS = {"linear": "F.linear", "mm": "torch.mm", "bmm": "torch.bmm",
+                "matmul": "torch.matmul"}
+
+
+def vendor_matmul(node: Node) -> list[str]:
+    call = f"{MATMUL_CALLS[node.fn]}({', '.join(python_ref(a) for a in node.args)})"
+    return [f"{node.name} = {call}  # kept in torch: the vendor GEMM (oneDNN / MKL)"]
+
+
+def forward_lines(plan: Plan, launches: dict, matmul) -> list[str]:
+    """Body of ModelNew.forward: Python steps, kernel launches and the return.
+
+    `launches[group index]` is (launcher name, argument nodes, output nodes); `matmul(node)`
+    gives the lines for a matrix product (a kept vendor call, or a kernel launch)."""
+    lines = []
+    for kind, item in plan.steps:
+        if kind == "host":
+            expr = item.attrs["expr"].format(*[python_ref(a) for a in item.args])
+            comment = ""
+            if item.fn == "kept":
+                comment = f"  # kept in torch: {item.attrs.get('label') or expr}"
+            lines.append(f"{item.name} = {expr}{comment}")
+        elif kind == "matmul":
+            lines += matmul(item)
+        elif item.index in launches:
+            launcher, args, outputs = launches[item.index]
+            call = f"{launcher}({', '.join(python_ref(a) for a in args)})"
+            lines.append(f"{', '.join(o.name for o in outputs)} = {call}")
+    outs = [python_ref(o) for o in plan.graph.outputs]
+    if plan.graph.returns_tuple:
+        lines.append(f"return {', '.join(outs)}" + ("," if len(outs) == 1 else ""))
+    else:
+        lines.append(f"return {outs[0]}")
+    return lines
+
+
+def output_shape(group: Group, node: Node) -> str:
+    cover = group.cover[node]
+    if tuple(node.shape) == tuple(group.base) and cover == group.base_cover():
+        return "shape"
+    fine = {f.id: f for f in group.fdims}
+    dims = [" * ".join(group.size_expr(fine[i]) for i in ids) if ids else "1" for ids in cover]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def base_shape(group: Group) -> str:
+    same = [a for a in group.base_args if tuple(a.shape) == tuple(group.base)]
+    if same:
+        return f"{same[0].name}.shape"
+    return f"torch.broadcast_shapes({', '.join(a.name + '.shape' for a in group.base_args)})"
+
+
+def docstring(title: str, lines: list[str]) -> str:
+    return '"""' + title + "\n\n" + "\n".join(lines) + '\n"""'
+
+
+def header_line(target: str, options: dict) -> str:
+    return f"{HEADER_MARK} " + json.dumps({"target": target, "options": options}, sort_keys=True)
+
+
+def read_header(code: str | None) -> dict:
+    for line in (code or "").splitlines():
+        if line.startswith(HEADER_MARK):
+            try:
+                return json.loads(line[len(HEADER_MARK):])
+            except ValueError:
+                return {}
+    return {}
+
+
+def model_class(init_text: str | None, forward_args: list[str], body: list[str]) -> str:
+    lines = ["class ModelNew(nn.Module):"]
+    if init_text:
+        lines += [init_text, ""]
+    lines.append(f"    def forward(self{''.join(', ' + a for a in forward_args)}):")
+    lines += ["        " + l for l in body]
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""The builtin agent's view of a reference: a flat list of small operations on named values.
+
+The fx graph of the reference is rewritten into four kinds of node, which is all the later
+stages need to know:
+
+* `input` / `param`: tensors that exist before forward runs (arguments, `self.<path>` tensors);
+* `pointwise`: one elementwise function (`fn`) of tensors and scalars, with torch broadcasting;
+* `reduce`: a sum / mean / max / min over some dimensions (`attrs["dims"]`, `keepdim`);
+* `matmul`: a matrix product (`linear`, `mm`, `bmm`, `matmul`), optionally with a bias;
+* `host`: anything that stays Python in `ModelNew.forward` (views, sizes, torch ops the agent
+  does not lower). `attrs["expr"]` is the Python expression with `{0}`, `{1}`... standing for
+  the node's arguments.
+
+Composite ops (softmax, layer_norm, group_norm, ...) arrive here already decomposed into
+pointwise and reduce nodes (see `ops.py`), so fusion works on a handful of primitives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+FLOAT = torch.float32
+
+
+@dataclass(eq=False)
+class Node:
+    name: str
+    op: str                                  # input | param | pointwise | reduce | matmul | host
+    fn: str = ""                             # pointwise function, reduce kind or matmul kind
+    args: tuple = ()                         # Nodes and Python constants
+    attrs: dict = field(default_factory=dict)
+    shape: tuple[int, ...] | None = None     # None: not a tensor (a Python number from sizes)
+    dtype: torch.dtype | None = None
+    origin: str = ""                         # the reference op it came from ("softmax", "relu")
+    users: list["Node"] = field(default_factory=list)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.shape is not None
+
+    def tensor_args(self) -> list["Node"]:
+        return [a for a in self.args if isinstance(a, Node) and a.is_tensor]
+
+    def node_args(self) -> list["Node"]:
+        return [a for a in self.args if isinstance(a, Node)]
+
+    def __repr__(self) -> str:
+        args = ", ".join(a.name if isinstance(a, Node) else repr(a) for a in self.args)
+        return f"{self.name} = {self.op}:{self.fn}({args}) {list(self.shape or [])}"
+
+
+@dataclass
+class Graph:
+    nodes: list[Node]
+    inputs: list[Node]                       # forward arguments, in order
+    outputs: list                            # Nodes (or constants) forward returns
+    returns_tuple: bool = False
+    kept: list[str] = field(default_factory=list)      # reference ops left to torch (labels)
+
+    def link_users(self) -> None:
+        for n in self.nodes:
+            n.users = []
+        for n in self.nodes:
+            for a in n.node_args():
+                if n not in a.users:
+                    a.users.append(n)
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(torch.broadcast_shapes(*[torch.Size(s) for s in shapes]))
+
+
+def reduced_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if d in dims else s for d, s in enumerate(shape))
+    return tuple(s for d, s in enumerate(shape) if d not in dims)
+
+
+def normalise_dims(dims, rank: int) -> tuple[int, ...]:
+    """`dim` as torch accepts it (int, list, None = all) -> sorted non-negative tuple."""
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return tuple(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    return tuple(sorted({d % rank if rank else 0 for d in dims}))
+
+
+def numel(shape) -> int:
+    out = 1
+    for s in shape:
+        out *= s
+    return out
