@@ -124,3 +124,34 @@ def test_interpreter_timings_are_flagged_prominently(api, ip, kforge):
     assert session.history[0].result.state == "correct"
     assert session.history[0].result.timing.real is False
     assert "NOT performance figures" in dash.banner.value and "interpreter" in dash.banner.value
+
+
+def test_interactive_plotly_charts_are_built_on_request_and_follow_the_selection(api, ip, kforge):
+    import pytest
+    from kforge_nb.ui import figures
+    if figures.available():
+        pytest.skip(figures.available())
+    api([answer(GOOD), recommendation(), answer(FASTER)])
+    kforge("--iterations 2")
+    dash = magics(ip).dashboard
+    assert not dash.figures                                # nothing heavy until asked
+    dash.interactive_button.click()
+    timeline, speedups = dash.timeline_box.children[0], dash.speedup_box.children[0]
+    assert type(timeline).__name__ == "FigureWidget"
+    assert [t.name for t in timeline.data] == ["reference", "candidate"]
+    assert len(speedups.data[0].y) == 2                   # vs eager, both candidates
+    dash.select(0)
+    assert dash.timeline_box.children[0] is timeline      # redrawn in place, one widget
+    assert "candidate 0.0" in timeline.layout.title.text
+
+
+def test_without_anywidget_the_interactive_button_says_what_to_install(api, ip, kforge,
+                                                                       monkeypatch):
+    import sys
+    api([answer(GOOD)])
+    kforge("--iterations 1")
+    monkeypatch.setitem(sys.modules, "anywidget", None)   # as if it were not installed
+    dash = magics(ip).dashboard
+    dash.interactive_button.click()
+    assert "pip install plotly anywidget" in dash.timeline_box.children[0].value
+    assert not dash.figures

@@ -16,7 +16,7 @@ import time
 
 import ipywidgets as w
 
-from . import charts, html as h
+from . import charts, figures, html as h
 from ..session.events import Event
 
 TABS = ("Code", "Errors", "Correctness", "Profile", "Performance", "Recommendation")
@@ -66,6 +66,14 @@ class Dashboard:
         self.errors_view, self.correctness_view, self.error_map_view = w.HTML(), w.HTML(), w.HTML()
         self.timeline_view, self.profile_view = w.HTML(), w.HTML()
         self.speedup_view, self.roofline_view, self.iterations_view = w.HTML(), w.HTML(), w.HTML()
+        # plotly FigureWidgets on request only: each carries ~5 MB of plotly.js in its state
+        self.figures: dict[str, object] = {}
+        self.interactive_button = w.Button(description="Interactive charts (plotly)",
+                                           icon="line-chart", layout=w.Layout(width="220px"),
+                                           tooltip="zoomable timeline and speedup chart; adds "
+                                                   "~5 MB to a saved notebook")
+        self.interactive_button.on_click(lambda _: self.show_interactive())
+        self.timeline_box, self.speedup_box = w.VBox(), w.VBox()
 
         self.recommendation_view, self.decision_status = w.HTML(), w.HTML()
         self.edit_text = w.Textarea(placeholder="the recommendation, edited: Edit sends this",
@@ -92,8 +100,10 @@ class Dashboard:
         self.tabs = w.Tab(children=[
             code_tab, w.VBox([self.errors_view]),
             w.VBox([self.correctness_view, self.error_map_view]),
-            w.VBox([self.timeline_view, self.profile_view]),
-            w.VBox([self.speedup_view, self.roofline_view, self.iterations_view]),
+            w.VBox([self.interactive_button, self.timeline_box, self.timeline_view,
+                    self.profile_view]),
+            w.VBox([self.speedup_box, self.speedup_view, self.roofline_view,
+                    self.iterations_view]),
             recommendation_tab], titles=TABS)
         header = w.HBox([self.title, self.progress, self.stop_button],
                         layout=w.Layout(justify_content="space-between", align_items="center"))
@@ -271,6 +281,8 @@ class Dashboard:
         self.timeline_view.value = charts.timeline(profile.get("reference_events"),
                                                    profile.get("candidate_events"))
         self.profile_view.value = h.profile_tables(a)
+        if self.figures:
+            self._render_figures(a, label)
         points = charts.performance_points(self.attempts)
         self.speedup_view.value = charts.speedups(points)
         self.roofline_view.value = charts.roofline_bars(points)
@@ -278,6 +290,27 @@ class Dashboard:
         self.iterations_view.value = h.iterations(
             self.attempts, (self.attempts[best]["iteration"], self.attempts[best]["sample"])
             if best is not None else None)
+
+    def show_interactive(self) -> None:
+        """Add zoomable plotly charts (Profile and Performance tabs), kept up to date from now."""
+        missing = figures.available()
+        if missing:
+            self.timeline_box.children = (w.HTML(h.note(missing)),)
+            return
+        with self._lock:
+            self.figures = {"timeline": None, "speedups": None}
+            self._render_views()
+            self.timeline_box.children = (self.figures["timeline"],)
+            self.speedup_box.children = (self.figures["speedups"],)
+            self.interactive_button.disabled = True
+
+    def _render_figures(self, a: dict | None, label: str) -> None:
+        profile = (a["result"].get("profile") or {}) if a else {}
+        self.figures["timeline"] = figures.timeline(
+            profile.get("reference_events"), profile.get("candidate_events"),
+            f"kernel timeline: {label or 'no candidate'}", self.figures["timeline"])
+        self.figures["speedups"] = figures.speedups(charts.performance_points(self.attempts),
+                                                    self.figures["speedups"])
 
     def _set_decision_buttons(self, enabled: bool) -> None:
         review = self.session.mode == "review"
