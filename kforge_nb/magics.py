@@ -179,13 +179,18 @@ class KForgeMagics(Magics):
         return args
 
     def _show(self, session) -> None:
-        from .ui.dashboard import Dashboard
         from .ui.report import ReportView
-        self.dashboard = Dashboard(session)
+        try:
+            from .ui.dashboard import Dashboard
+            self.dashboard = Dashboard(session)
+        except ImportError as err:      # no ipywidgets: the report alone still shows the run
+            self.dashboard = None
+            print(f"kforge: no live dashboard ({err}); pip install ipywidgets", file=sys.stderr)
         self.report = ReportView(session, self.shell)
         if in_kernel(self.shell):
             from IPython.display import display
-            display(self.dashboard.widget)
+            if self.dashboard is not None:
+                display(self.dashboard.widget)
             self.report.show()
         else:
             from .ui.terminal import Progress
@@ -235,7 +240,8 @@ class KForgeMagics(Magics):
         session = self._need_session("last")
         if in_kernel(self.shell):
             from IPython.display import display
-            display(self.dashboard.widget)
+            if self.dashboard is not None:
+                display(self.dashboard.widget)
             display(bundle(run_record(session)), raw=True)
         else:
             print(to_text(run_record(session)))

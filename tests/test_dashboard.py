@@ -155,3 +155,9 @@ def test_without_anywidget_the_interactive_button_says_what_to_install(api, ip, 
     dash.interactive_button.click()
     assert "pip install plotly anywidget" in dash.timeline_box.children[0].value
     assert not dash.figures
+
+
+def test_one_dimensional_error_maps_are_drawn_as_bars():
+    from kforge_nb.ui import charts
+    svg = charts.error_map({"kind": "1d", "values": [0.0, 0.5, 2.0], "shape": [3000]})
+    assert svg.count("<rect") == 3 and "tallest 2" in svg and "shape 3000" in svg

@@ -204,3 +204,25 @@ def test_kforge_last_and_config_print_in_a_terminal(api, ip, kforge, capsys):
     assert "1 candidates over 1 iterations" in capsys.readouterr().out
     ip.run_line_magic("kforge", "config")
     assert "c.KForgeMagics.target" in capsys.readouterr().out
+
+
+def test_kforge_eval_reads_a_candidate_file(api, ip, kforge, tmp_path):
+    api([answer(BROKEN)])
+    session = kforge("--iterations 1")
+    path = tmp_path / "mine.py"
+    path.write_text(GOOD)
+    ip.run_line_magic("kforge", f"eval {path}")
+    assert session.history[-1].result.state == "correct" and session.best.code == GOOD
+
+
+def test_record_then_replay_through_the_magic_needs_no_model(api, ip, kforge, tmp_path,
+                                                            monkeypatch):
+    api([answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)])
+    recording = tmp_path / "session.jsonl"
+    live = kforge(f"--iterations 3 --record {recording}")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    replayed = kforge(f"--iterations 3 --replay {recording}")
+    assert [a.result.state for a in replayed.history] == \
+        [a.result.state for a in live.history] == ["compile_failure", "correct", "correct"]
+    assert replayed.provider_description.startswith("replay")
