@@ -51,9 +51,10 @@ def api(monkeypatch):
 
 @pytest.fixture(scope="module")
 def ip():
-    from IPython.testing.globalipapp import start_ipython
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "kforge_nb")
+    from IPython.testing import globalipapp
+    shell = globalipapp.start_ipython() or globalipapp.get_ipython()   # one shell per process
+    if "KForgeMagics" not in shell.magics_manager.registry:
+        shell.run_line_magic("load_ext", "kforge_nb")
     return shell
 
 
