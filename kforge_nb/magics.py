@@ -155,6 +155,10 @@ class KForgeMagics(Magics):
         session.start()
         if self._should_block(args):
             self._wait(session)
+        elif args.mode == "review" and not interactive_frontend(self.shell):
+            print(f"kforge: review mode and no one at a frontend: decide each recommendation "
+                  f"with {args.name}.accept(), .edit(text), .redirect(text), .skip() or .stop()",
+                  file=sys.stderr)
 
     def _arguments(self, line: str) -> argparse.Namespace:
         """kforge run's defaults, then traitlets config, then this line's flags."""
