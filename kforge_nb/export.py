@@ -59,8 +59,12 @@ def standalone(code: str, reference: str, target: str, label: str, verdict: str)
         sources = ",\n".join(f"    {name!r}: {literal(Path(m.__file__).read_text())}"
                              for name, m in RUNTIME_MODULES.items())
         parts.append(RUNTIME.format(sources=sources))
+    if target == "triton":
+        parts.append(TRITON_ON_CPU)
     parts.append(f"# --- the kernel ({label}) {'-' * 40}\n\n{body.strip()}\n")
-    parts.append(MAIN.format(reference=literal(reference), device=DEVICES.get(target, "cpu")))
+    device = ('"cuda" if torch.cuda.is_available() else "cpu"' if target == "triton"
+              else repr(DEVICES.get(target, "cpu")))
+    parts.append(MAIN.format(reference=literal(reference), device=device))
     return "\n".join(p for p in parts if p)
 
 
@@ -125,11 +129,23 @@ if not _found:
     _install_kforge_runtime()
 '''
 
+TRITON_ON_CPU = '''# Without a CUDA GPU, Triton kernels run in Triton's interpreter (NumPy on the CPU): results
+# are exact, timings are not performance figures. It must be chosen before triton is imported.
+import os as _os
+
+import torch as _torch
+
+if not _torch.cuda.is_available():
+    _os.environ.setdefault("TRITON_INTERPRET", "1")
+'''
+
 MAIN = '''
 # --- the reference ModelNew was judged against (KernelBench form) ---------------------------
 
+import torch  # noqa: E402
+
 REFERENCE = {reference}
-DEVICE = "{device}"
+DEVICE = {device}
 
 
 def _load_reference():

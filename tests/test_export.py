@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_magic import (BROKEN, GOOD, answer, api, ip, kforge,  # noqa: F401
+from tests.test_magic import (BROKEN, EXAMPLES, GOOD, answer, api, ip, kforge,  # noqa: F401
                               magics)
 
 
@@ -72,3 +72,17 @@ def test_export_without_a_correct_candidate_says_so(api, kforge, tmp_path):
     session = kforge("--iterations 1")
     with pytest.raises(ExportError, match="no correct candidate"):
         session.export(tmp_path / "nothing.py")
+
+
+def test_exported_triton_kernel_runs_without_kforge_in_the_interpreter_on_a_cpu(
+        api, kforge, python_without_kforge, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("checks the CPU fallback (Triton's interpreter)")
+    triton_kernel = (EXAMPLES / "triton_softmax.py").read_text()
+    api([answer(triton_kernel)])
+    session = kforge("--iterations 1 --target triton")
+    path = session.export(tmp_path / "triton_softmax_kernel.py")
+    assert "TRITON_INTERPRET" in path.read_text()
+    proc = run_isolated(python_without_kforge, path, "--repeats", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["allclose"]
