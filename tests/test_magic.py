@@ -227,3 +227,13 @@ def test_record_then_replay_through_the_magic_needs_no_model(api, ip, kforge, tm
     assert [a.result.state for a in replayed.history] == \
         [a.result.state for a in live.history] == ["compile_failure", "correct", "correct"]
     assert replayed.provider_description.startswith("replay")
+
+
+def test_the_session_shows_its_report_when_displayed(api, ip, kforge, capsys):
+    api([answer(GOOD)])
+    session = kforge("--iterations 1")
+    assert set(session._repr_mimebundle_()) == {"application/vnd.kforge.run+json", "text/html",
+                                                "text/plain"}
+    capsys.readouterr()
+    ip.run_cell("_kforge", store_history=True)
+    assert "1 candidates over 1 iterations" in capsys.readouterr().out

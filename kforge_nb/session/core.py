@@ -151,6 +151,11 @@ class Session:
         from ..export import export
         return export(self, path, attempt)
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """`_kforge` alone in a notebook cell shows the run report (see kforge_nb/ui/report.py)."""
+        from ..ui.report import bundle, run_record
+        return bundle(run_record(self))
+
     def summary(self) -> dict:
         best = self.best
         t = best.result.timing if best else None
