@@ -63,7 +63,7 @@ def launcher_lines(kp: KernelPlan, call: str, launcher: str) -> list[str]:
     device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
     for o in kp.outputs:
         lines.append(f"    {o.name} = torch.empty({cand.output_shape(g, o)}, "
-                     f"dtype=torch.float32, device={device})")
+                     f"dtype={o.dtype}, device={device})")
     call_args = [n.name for n in kp.inputs] + [o.name for o in kp.outputs] + \
         [f"float({s.name})" for s in kp.scalars] + names
     lines.append(f"    {call}({', '.join(call_args)})")

@@ -32,7 +32,7 @@ RESERVED = {
     "friend", "goto", "inline", "mutable", "namespace", "operator", "private", "protected",
     "public", "sizeof", "template", "throw", "typedef", "typename", "using", "virtual", "bool",
     "true", "false", "INFINITY", "NAN", "std", "vexp", "vlog", "vlog1p", "vtanh", "vsigmoid",
-    "verf", "LANE_BLOCK", "BLOCK_SIZE", "int64_t", "math_inline", "min", "max", "abs", "exp",
+    "verf", "where", "LANE_BLOCK", "BLOCK_SIZE", "int64_t", "math_inline", "min", "max", "abs", "exp",
     "log", "sqrt", "erf", "tanh", "floor", "ceil", "sin", "cos", "pow", "fma", "out",
 }
 VIEW_METHODS = {"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "view_as",
@@ -213,9 +213,18 @@ class Lowerer:
         if isinstance(dims, Node):
             raise Unlowerable("reduction over a dimension computed at run time")
         dims = normalise_dims(dims, len(x.shape))
+        dtype = torch.int64 if kind == "first_index" else FLOAT
         return self.add(Node(self.fresh(name or kind), "reduce", kind, (x,),
                              {"dims": dims, "keepdim": bool(keepdim), "correction": correction},
-                             reduced_shape(x.shape, dims, keepdim), FLOAT, self.label()))
+                             reduced_shape(x.shape, dims, keepdim), dtype, self.label()))
+
+    def scan(self, kind: str, x, dim: int) -> Node:
+        """A running reduction along one dim (cumsum): same shape as x."""
+        if not isinstance(x, Node) or not x.is_tensor or x.dtype != FLOAT or not x.shape:
+            raise Unlowerable(f"cumulative {kind} of a non-float32 tensor")
+        dims = normalise_dims(dim, len(x.shape))
+        return self.add(Node(self.fresh(f"cum{kind}"), "scan", kind, (x,), {"dims": dims},
+                             x.shape, FLOAT, self.label()))
 
     def view(self, x: Node, shape: tuple, expr: str, args: list, name: str | None = None) -> Node:
         return self.add(Node(self.fresh(name or f"{x.name}_view"), "host", "view", tuple(args),
@@ -260,7 +269,8 @@ class Lowerer:
             self.notes.append(text)
 
     def only_first_item_used(self) -> bool:
-        return all(u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0
+        return all(u.op == "call_function" and ((u.target is operator.getitem and u.args[1] == 0)
+                                                or (u.target is getattr and u.args[1] == "values"))
                    for u in self.fx.users)
 
     def label(self) -> str:
@@ -359,6 +369,11 @@ class Lowerer:
         target = fx.target
         if target is operator.getitem and isinstance(args[0], tuple):
             return args[0][args[1]]
+        if target is getattr and isinstance(args[0], tuple) and args[1] in ("values", "indices"):
+            return args[0][0 if args[1] == "values" else 1]
+        if not any(isinstance(a, Node) and a.is_tensor for a in args) and \
+                getattr(target, "__module__", None) == "math":
+            return None                   # arithmetic on sizes: stays Python (keep)
         if target is torch.tensor and isinstance(args[0], (int, float)) and not kwargs:
             return float(args[0])
         if target in OPERATOR_SYMBOLS or target is operator.neg:
@@ -441,6 +456,14 @@ class Lowerer:
             left, right = literal(args[0], refs), literal(args[1], refs)
             return f"({left} {symbol} {right})", "kept" if tensor else "python", None, \
                 f"operator {symbol}" if tensor else None
+        if getattr(target, "__module__", None) == "math":
+            pieces = [literal(a, refs) for a in args]
+            if target.__name__ == "sqrt":   # `math.sqrt(...)` reads as a tensor op to the rules
+                return f"({pieces[0]} ** 0.5)", "python", None, None
+            return f"math.{target.__name__}({', '.join(pieces)})", "python", None, None
+        if target is getattr and isinstance(args[0], Node) and not args[0].is_tensor:
+            return f"{literal(args[0], refs)}[{0 if args[1] == 'values' else 1}]", "view", \
+                None, None
         space, leaf = resolve(target)
         if space not in ("torch", "F"):
             raise CaptureError(f"the reference calls {getattr(target, '__name__', target)!r}, "
@@ -448,7 +471,7 @@ class Lowerer:
                                "call")
         pieces = [literal(a, refs) for a in args] + \
             [f"{k}={literal(v, refs)}" for k, v in kwargs.items()]
-        return f"{space}.{leaf}({', '.join(pieces)})", "kept", leaf, leaf
+        return f"{space}.{leaf}({', '.join(pieces)})", "kept", leaf.rsplit(".", 1)[-1], leaf
 
     @staticmethod
     def is_tensor_node(value) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from .elementwise import CPP_HELPERS, Formulas
 from .ir import Node
 from .kernel import KernelPlan
@@ -23,6 +25,13 @@ class CppOptions:
     min_parallel_work: int = 16384    # below this many elements a kernel runs on one thread
     accumulate: str = "auto"          # "float", "double", or "auto" (double past 16384 terms)
     schedule: str = "static"          # OpenMP schedule of the row loop
+
+
+REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_index": "min"}
+
+
+def ctype(node: Node) -> str:
+    return {torch.int64: "int64_t"}.get(node.dtype, "float")
 
 
 class CppKernel:
@@ -78,11 +87,19 @@ class CppKernel:
         attrs = dict(m.attrs)
         if m.fn == "pow" and isinstance(m.args[1], (int, float)):
             attrs["exponent_value"] = m.args[1]
-        return self.f.formula(m.fn, args, attrs)
+        self.f.current, self.f.pending = m.name, []
+        expr = self.f.formula(m.fn, args, attrs)
+        for name, sub in self.f.pending:
+            self.emit(f"const float {name} = {sub};")
+        return expr
 
     def compute(self, nodes: list[Node], assign_kept: bool = False) -> None:
         for m in nodes:
-            if assign_kept and self.lanes:
+            if m.op == "scan":        # the running sum so far, in the sequential scan loop
+                acc = f"{m.name}_acc" + ("[slot]" if self.lanes else "")
+                self.emit(f"{acc} += {self.value(m.args[0], m, 0)};")
+                self.emit(f"const float {m.name} = (float){acc};")
+            elif assign_kept and self.lanes:
                 self.emit(f"{m.name}[slot] = {self.formula(m)};")
             elif assign_kept:
                 self.emit(f"const float {m.name} = {self.formula(m)};")
@@ -93,7 +110,7 @@ class CppKernel:
     def signature(self) -> str:
         p = self.plan
         params = [f"const float* {n.name}" for n in p.inputs]
-        params += [f"float* {self.out_name[o]}" for o in p.outputs]
+        params += [f"{ctype(o)}* {self.out_name[o]}" for o in p.outputs]
         params += [f"float {s.name}" for s in p.scalars]
         params += [f"int64_t {r.size_name}" for r in p.regions]
         return f'extern "C" void {p.name}({", ".join(params)})'
@@ -105,7 +122,7 @@ class CppKernel:
         self.open(self.signature())
         total = " * ".join(r.size_name for r in p.regions)
         self.emit(f"const int64_t elements = {total};")
-        if any(r.attrs.get("kind", r.fn) == "mean" for s in p.passes for r in s):
+        if any(r.fn in ("mean", "first_index") for s in p.passes for r in s):
             count = " * ".join(r.size_name for r in p.reduce)
             self.emit(f"const int64_t reduce_count = {count};  // elements per reduction")
         if not p.rows and not p.lane:
@@ -170,11 +187,11 @@ class CppKernel:
             self.open(f"for (int64_t {lane.name} = 0; {lane.name} < {lane.size_name}; "
                       f"++{lane.name})")
 
-    def reduce_loops(self, clause: str = "") -> int:
+    def reduce_loops(self, clause: str = "", simd: bool = True) -> int:
         """Open one loop per reduced region; the innermost gets the simd pragma. Returns depth."""
         regions = self.plan.reduce
         for k, r in enumerate(regions):
-            if k == len(regions) - 1 and self.plan.lane is None:
+            if simd and k == len(regions) - 1 and self.plan.lane is None:
                 self.emit(f"#pragma omp simd{clause}")
             self.open(f"for (int64_t {r.name} = 0; {r.name} < {r.size_name}; ++{r.name})")
         return len(regions)
@@ -187,6 +204,8 @@ class CppKernel:
         double = self.o.accumulate == "double" or (self.o.accumulate == "auto" and terms > 16384)
         if r.fn in ("sum", "mean"):
             return ("double", "0.0") if double else ("float", "0.0f")
+        if r.fn == "first_index":
+            return "int64_t", "reduce_count"       # "not found" sorts after every index
         return "float", "-INFINITY" if r.fn == "max" else "INFINITY"
 
     def combine(self, r: Node) -> None:
@@ -195,6 +214,10 @@ class CppKernel:
         v = self.value(r.args[0], r, 0)
         if r.fn in ("sum", "mean"):
             self.emit(f"{acc} += {v};")
+            return
+        if r.fn == "first_index":
+            position = self.index(self.plan.reduce)
+            self.emit(f"{acc} = ({v} != 0.0f && {position} < {acc}) ? {position} : {acc};")
             return
         if not v.isidentifier():
             self.emit(f"const float {r.name}_in = {v};")      # read once, compared twice
@@ -217,7 +240,7 @@ class CppKernel:
         if not self.lanes:
             groups: dict[str, list[str]] = {}
             for r in reductions:
-                op = {"sum": "+", "mean": "+", "max": "max", "min": "min"}[r.fn]
+                op = REDUCTION_OP[r.fn]
                 groups.setdefault(op, []).append(f"{r.name}_acc")
             clause = "".join(f" reduction({op}:{', '.join(v)})" for op, v in groups.items())
         depth = self.reduce_loops(clause)
@@ -235,18 +258,18 @@ class CppKernel:
         """Turn accumulators into the reduced values (mean divides by the count)."""
         if self.lanes:
             for r in reductions:
-                self.emit(f"float {r.name}[LANE_BLOCK];")
+                self.emit(f"{ctype(r)} {r.name}[LANE_BLOCK];")
             self.emit("#pragma omp simd")
             self.open("for (int64_t slot = 0; slot < lane_count; ++slot)")
         for r in reductions:
             acc = f"{r.name}_acc" + ("[slot]" if self.lanes else "")
-            target = f"{r.name}[slot]" if self.lanes else f"const float {r.name}"
+            target = f"{r.name}[slot]" if self.lanes else f"const {ctype(r)} {r.name}"
             if r.fn == "mean":
                 divisor = "reduce_count" + (f" - {r.attrs['correction']}"
                                             if r.attrs.get("correction") else "")
                 self.emit(f"{target} = (float)({acc} / ({divisor}));")
             else:
-                self.emit(f"{target} = (float){acc};")
+                self.emit(f"{target} = ({ctype(r)}){acc};")
         if self.lanes:
             self.close()
 
@@ -282,9 +305,19 @@ class CppKernel:
         outs = self.plan.full_outputs()
         if not outs:
             return
-        if self.plan.passes:
+        scan = self.plan.group.scan
+        if scan is not None:
+            self.emit(f"// the running sum runs along {self.plan.reduce[0].size_name} in order "
+                      "(double accumulator, as torch's cumsum on the CPU)")
+            if self.lanes:
+                self.emit(f"double {scan.name}_acc[LANE_BLOCK];")
+                self.emit(f"for (int64_t slot = 0; slot < lane_count; ++slot) "
+                          f"{scan.name}_acc[slot] = 0.0;")
+            else:
+                self.emit(f"double {scan.name}_acc = 0.0;")
+        elif self.plan.passes:
             self.emit("// final pass: compute and write the full-size outputs")
-        depth = self.reduce_loops()
+        depth = self.reduce_loops(simd=scan is None)
         if self.plan.lane is not None and (self.plan.rows or self.plan.reduce):
             self.lane_loop()
             depth += 1
@@ -305,7 +338,7 @@ class CppKernel:
             groups: dict[str, list[str]] = {}
             for r, (ctype, init) in accs.items():
                 self.emit(f"{ctype} {r.name}_acc = {init};")
-                op = {"sum": "+", "mean": "+", "max": "max", "min": "min"}[r.fn]
+                op = REDUCTION_OP[r.fn]
                 groups.setdefault(op, []).append(f"{r.name}_acc")
             clause = "".join(f" reduction({op}:{', '.join(v)})" for op, v in groups.items())
             depth = self.global_loops(clause)
@@ -345,6 +378,6 @@ def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> st
     if needs_lanes:
         head += [f"// Lanes (consecutive elements of a kept innermost dim) each task owns.",
                  f"constexpr int64_t LANE_BLOCK = {options.lane_block};", ""]
-    order = ["vexp", "vlog", "vlog1p", "vtanh", "vsigmoid", "verf"]
+    order = ["simd_function", "where", "vexp", "vlog", "vlog1p", "vsoftplus", "vtanh", "vsigmoid", "verf"]
     body = [CPP_HELPERS[h].strip("\n") + "\n" for h in order if h in helpers]
     return "\n".join(head + body + ["\n\n".join(kernels)]) + "\n"

@@ -12,11 +12,24 @@ import math
 # Vectorisable float math for the CPU. Each helper is branch-free (selects, not ifs), so a loop
 # that calls it still vectorises; accuracy is within 2 ulp of libm, far inside the 1e-4 tolerance.
 CPP_HELPERS = {
+    "simd_function": r"""
+// The math helpers below are compiled as OpenMP "declare simd" functions: GCC emits a vector
+// version of each (16 floats at a time with AVX-512) that vectorised loops call. They are kept
+// out of line on purpose: inlined, their special-case selects (exp overflowing to infinity, ...)
+// get specialised into branches when helpers are chained, and the loop stops vectorising.
+#define SIMD_FUNCTION _Pragma("omp declare simd notinbranch") __attribute__((noinline)) static
+""",
+    "where": r"""
+// where(c, a, b): both a and b are computed before the choice (a select, not a branch).
+static inline float where(bool c, float a, float b) {
+    return c ? a : b;
+}
+""",
     "vexp": r"""
 // exp(x) without a libm call, so loops around it vectorise. Range reduction x = k*ln2 + r with
 // |r| <= ln2/2 (ln2 split in two parts for accuracy), a degree-6 polynomial for e^r (Cephes),
 // then 2^k built directly in the exponent bits. Over/underflow are handled by selects.
-static inline float vexp(float x) {
+SIMD_FUNCTION float vexp(float x) {
     const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x/ln2)
     float r = std::fma(k, -0.693359375f, x);
     r = std::fma(k, 2.12194440e-4f, r);
@@ -38,7 +51,7 @@ static inline float vexp(float x) {
     "vlog": r"""
 // log(x) without a libm call: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), a Cephes polynomial
 // for log(m), then e*ln2 added in two parts. Zero, negative, infinite and NaN inputs by selects.
-static inline float vlog(float x) {
+SIMD_FUNCTION float vlog(float x) {
     const int32_t bits = __builtin_bit_cast(int32_t, x);
     float e = (float)(((bits >> 23) & 0xff) - 126);
     float m = __builtin_bit_cast(float, (bits & 0x007fffff) | 0x3f000000);   // in [0.5, 1)
@@ -66,9 +79,43 @@ static inline float vlog(float x) {
     return x != x ? x : y;
 }
 """,
+    "vsoftplus": r"""
+// softplus(x) = log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)): the exp cannot
+// overflow and the log's argument stays in [1, 2], so no special cases (and no selects that
+// would turn into branches) are needed. vlog_unit is vlog's polynomial without special cases.
+SIMD_FUNCTION float vlog_unit(float u) {
+    const int32_t bits = __builtin_bit_cast(int32_t, u);
+    float e = (float)(((bits >> 23) & 0xff) - 126);
+    float m = __builtin_bit_cast(float, (bits & 0x007fffff) | 0x3f000000);
+    const bool small = m < 0.707106781186547524f;
+    const float m_small = m + m - 1.0f, m_big = m - 1.0f;
+    e = small ? e - 1.0f : e;
+    m = small ? m_small : m_big;
+    const float z = m * m;
+    float p = 7.0376836292e-2f;
+    p = std::fma(p, m, -1.1514610310e-1f);
+    p = std::fma(p, m, 1.1676998740e-1f);
+    p = std::fma(p, m, -1.2420140846e-1f);
+    p = std::fma(p, m, 1.4249322787e-1f);
+    p = std::fma(p, m, -1.6668057665e-1f);
+    p = std::fma(p, m, 2.0000714765e-1f);
+    p = std::fma(p, m, -2.4999993993e-1f);
+    p = std::fma(p, m, 3.3333331174e-1f);
+    float y = p * m * z;
+    y = std::fma(e, -2.12194440e-4f, y);
+    y = std::fma(z, -0.5f, y);
+    y = m + y;
+    return std::fma(e, 0.693359375f, y);
+}
+
+SIMD_FUNCTION float vsoftplus(float x) {
+    const float positive = x > 0.0f ? x : 0.0f;
+    return positive + vlog_unit(1.0f + vexp(-std::fabs(x)));
+}
+""",
     "vlog1p": r"""
 // log(1 + x) that stays accurate for tiny x: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
-static inline float vlog1p(float x) {
+SIMD_FUNCTION float vlog1p(float x) {
     const float u = 1.0f + x;
     const float y = vlog(u) * (x / (u - 1.0f));
     return u == 1.0f ? x : (u == INFINITY ? INFINITY : y);
@@ -76,18 +123,18 @@ static inline float vlog1p(float x) {
 """,
     "vtanh": r"""
 // tanh(x) = 1 - 2 / (exp(2x) + 1): exact limits at +-infinity, absolute error ~1e-7 near 0.
-static inline float vtanh(float x) {
+SIMD_FUNCTION float vtanh(float x) {
     return 1.0f - 2.0f / (vexp(2.0f * x) + 1.0f);
 }
 """,
     "vsigmoid": r"""
-static inline float vsigmoid(float x) {
+SIMD_FUNCTION float vsigmoid(float x) {
     return 1.0f / (1.0f + vexp(-x));
 }
 """,
     "verf": r"""
 // erf(x), Abramowitz & Stegun 7.1.26: absolute error below 1.5e-7.
-static inline float verf(float x) {
+SIMD_FUNCTION float verf(float x) {
     const float a = std::fabs(x);
     const float t = 1.0f / std::fma(0.3275911f, a, 1.0f);
     float p = 1.061405429f;
@@ -100,7 +147,8 @@ static inline float verf(float x) {
 }
 """,
 }
-HELPER_DEPENDS = {"vlog1p": ["vlog"], "vtanh": ["vexp"], "vsigmoid": ["vexp"], "verf": ["vexp"]}
+HELPER_DEPENDS = {"vlog1p": ["vlog"], "vtanh": ["vexp"], "vsigmoid": ["vexp"], "verf": ["vexp"],
+                  "vsoftplus": ["vexp"]}
 
 
 def c_float(value) -> str:
@@ -128,6 +176,14 @@ class Formulas:
     def __init__(self, lang: str):
         self.lang = lang
         self.used: set[str] = set()
+        self.current = "v"                               # the node being written
+        self.pending: list[tuple[str, str]] = []         # (name, expr) to define before it
+
+    def let(self, suffix: str, expr: str) -> str:
+        """Name a sub-expression the formula uses twice; the writer defines it first."""
+        name = f"{self.current}_{suffix}"
+        self.pending.append((name, expr))
+        return name
 
     # the primitives each language spells differently
     def lit(self, v) -> str:
@@ -139,19 +195,30 @@ class Formulas:
                      "abs": "tl.abs({})", "erf": "tl.erf({})", "sigmoid": "tl.sigmoid({})",
                      "tanh": "(2.0 * tl.sigmoid(2.0 * {}) - 1.0)",
                      "log1p": "tl.log(1.0 + {})", "sin": "tl.sin({})", "cos": "tl.cos({})",
+                     "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
                      "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
             return table[name].format(x)
-        if self.lang == "cpp" and name in ("exp", "log", "log1p", "tanh", "sigmoid", "erf"):
+        if self.lang == "cpp" and name in ("exp", "log", "log1p", "tanh", "sigmoid", "erf",
+                                           "softplus"):
             helper = "v" + name
-            self.used.add(helper)
+            self.used.update([helper, "simd_function"])
             self.used.update(HELPER_DEPENDS.get(helper, []))
             return f"{helper}({x})"
         if name == "sigmoid":
             return f"(1.0f / (1.0f + std::exp(-{x})))"
+        if name == "softplus":
+            return f"std::log1p(std::exp({x}))"
         return f"std::{'fabs' if name == 'abs' else name}({x})"
 
     def select(self, cond: str, a: str, b: str) -> str:
-        return f"tl.where({cond}, {a}, {b})" if self.lang == "triton" else f"({cond} ? {a} : {b})"
+        if self.lang == "triton":
+            return f"tl.where({cond}, {a}, {b})"
+        if "(" in a or "(" in b:
+            # where() evaluates both sides first, as a vector select must; a ?: whose arms
+            # call functions is control flow to GCC and stops the loop from vectorising.
+            self.used.add("where")
+            return f"where({cond}, {a}, {b})"
+        return f"({cond} ? {a} : {b})"
 
     def formula(self, fn: str, args: list[str], attrs: dict) -> str:
         x = args[0] if args else ""
@@ -169,6 +236,8 @@ class Formulas:
         if fn in ("exp", "log", "sqrt", "abs", "erf", "sigmoid", "tanh", "log1p", "sin", "cos",
                   "floor", "ceil"):
             return call(fn, x)
+        if fn == "eq":        # 1 where equal, else 0 (feeds first_index, never an output)
+            return sel(f"{args[0]} == {args[1]}", L(1), L(0))
         if fn == "neg":
             return f"(-{x})"
         if fn == "rsqrt":
@@ -200,18 +269,29 @@ class Formulas:
         if fn == "silu":
             return f"({x} / ({L(1)} + {call('exp', f'-{x}')}))"
         if fn == "mish":
-            return f"({x} * {call('tanh', call('log1p', call('exp', x)))})"
+            return f"({x} * {call('tanh', call('softplus', x))})"
         if fn == "softplus":
+            # torch returns x itself where beta * x > threshold. Written as a correction added
+            # to the smooth value so the call is used on both sides of the select (otherwise
+            # GCC moves it into a branch and the loop no longer vectorises).
             beta, threshold = attrs["beta"], attrs["threshold"]
             scaled = f"{x} * {L(beta)}" if beta != 1 else x
-            soft = call("log1p", call("exp", scaled))
+            soft = call("softplus", scaled)
             soft = f"{soft} / {L(beta)}" if beta != 1 else soft
-            return sel(f"{scaled} > {L(threshold)}", x, soft)
+            if self.lang == "triton":
+                return sel(f"{scaled} > {L(threshold)}", x, soft)
+            soft = self.let("smooth", soft)
+            return f"({soft} + {sel(f'{scaled} > {L(threshold)}', f'{x} - {soft}', L(0))})"
         if fn == "elu":
-            scaled_x = f"{x} * {L(attrs['input_scale'])}" if attrs["input_scale"] != 1 else x
-            neg = f"{L(attrs['alpha'] * attrs['scale'])} * ({call('exp', scaled_x)} - {L(1)})"
-            pos = f"{x} * {L(attrs['scale'])}" if attrs["scale"] != 1 else x
-            return sel(f"{x} > {L(0)}", pos, neg)
+            # alpha * (exp(min(x, 0)) - 1) is 0 for x >= 0: no select around the exp needed.
+            negative = sel(f"{x} < {L(0)}", x, L(0))
+            positive = sel(f"{x} > {L(0)}", x, L(0))
+            if attrs["input_scale"] != 1:
+                negative = f"{negative} * {L(attrs['input_scale'])}"
+            if attrs["scale"] != 1:
+                positive = f"{positive} * {L(attrs['scale'])}"
+            factor = L(attrs["alpha"] * attrs["scale"])
+            return f"({positive} + {factor} * ({call('exp', negative)} - {L(1)}))"
         if fn == "hardswish":
             return f"({x} * {self.clamp06(f'{x} + {L(3)}')} / {L(6)})"
         if fn == "hardsigmoid":

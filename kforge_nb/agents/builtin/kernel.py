@@ -68,7 +68,7 @@ class KernelPlan:
             space = self.group.space[n]
             if space == "kept" or (kept_scope and space == "full"):
                 continue
-            if n.op == "pointwise":
+            if n.op in ("pointwise", "scan"):
                 need.add(n)
                 todo.extend(self.source(a) for a in n.node_args())
         return [m for m in self.group.members if m in need]

@@ -305,6 +305,50 @@ def c_norm(lw, a):
     return lw.pw("sqrt", total)
 
 
+def c_vector_norm(lw, a):
+    x, order, base = a["input"], a["ord"], lw.base_name()
+    if a.get("dtype") is not None:
+        return None
+    if order in (2, 2.0):
+        total = lw.reduce("sum", lw.pw("mul", x, x, name=f"{base}_squared"), a["dim"],
+                          a["keepdim"], name=f"{base}_sum_squares")
+        return lw.pw("sqrt", total)
+    if order in (1, 1.0):
+        return lw.reduce("sum", lw.pw("abs", x, name=f"{base}_abs"), a["dim"], a["keepdim"])
+    if order == float("inf"):
+        return lw.reduce("max", lw.pw("abs", x, name=f"{base}_abs"), a["dim"], a["keepdim"])
+    return None
+
+
+def c_adaptive_avg_pool(lw, a):
+    """Adaptive average pooling to a single value per channel is a mean over the spatial dims."""
+    x, size = a["input"], a["output_size"]
+    sizes = size if isinstance(size, (tuple, list)) else (size,)
+    if any(s != 1 for s in sizes):
+        return None
+    rank = len(x.shape)
+    spatial = rank - 2 if rank > 2 else 1
+    return lw.reduce("mean", x, tuple(range(rank - spatial, rank)), True)
+
+
+def c_arg_reduce(kind: str):
+    """argmax / argmin: the first index where x equals its max (min), as torch returns."""
+    def convert(lw, a):
+        x, base = a["input"], lw.base_name()
+        if a["dim"] is None:
+            return None
+        best = lw.reduce(kind, x, a["dim"], True, name=f"{base}_{kind}")
+        hit = lw.pw("eq", x, best, name=f"{base}_is_{kind}")
+        return lw.reduce("first_index", hit, a["dim"], a["keepdim"])
+    return convert, "input, dim=None, keepdim=False"
+
+
+def c_cumsum(lw, a):
+    if a.get("dtype") not in (None, torch.float32):
+        return None
+    return lw.scan("sum", a["input"], a["dim"])
+
+
 # --- products, identities -------------------------------------------------------------------------
 
 def c_linear(lw, a):
@@ -364,6 +408,12 @@ FUNCTIONS.update({
                                        "bias=None, use_input_stats=True, momentum=0.1, eps=1e-05"),
     "normalize": (c_normalize, "input, p=2.0, dim=1, eps=1e-12"),
     "norm": (c_norm, "input, p='fro', dim=None, keepdim=False, dtype=None"),
+    "linalg.vector_norm": (c_vector_norm, "input, ord=2, dim=None, keepdim=False, dtype=None"),
+    "adaptive_avg_pool1d": (c_adaptive_avg_pool, "input, output_size"),
+    "adaptive_avg_pool2d": (c_adaptive_avg_pool, "input, output_size"),
+    "adaptive_avg_pool3d": (c_adaptive_avg_pool, "input, output_size"),
+    "argmax": c_arg_reduce("max"), "argmin": c_arg_reduce("min"),
+    "cumsum": (c_cumsum, "input, dim, dtype=None"),
     "linear": (c_linear, "input, weight, bias=None"),
     "matmul": c_matmul("matmul"), "mm": c_matmul("mm", "input, mat2"),
     "bmm": c_matmul("bmm", "input, mat2"),
@@ -401,6 +451,10 @@ def module_call(module: torch.nn.Module, path: str, x, lw):
         nn.Softmax: lambda: (FUNCTIONS["softmax"][0], {"input": x, "dim": module.dim}),
         nn.LogSoftmax: lambda: (FUNCTIONS["log_softmax"][0], {"input": x, "dim": module.dim}),
         nn.Identity: lambda: (c_identity, {"input": x}),
+        nn.AdaptiveAvgPool1d: lambda: (c_adaptive_avg_pool, {"input": x,
+                                                            "output_size": module.output_size}),
+        nn.AdaptiveAvgPool2d: lambda: (c_adaptive_avg_pool, {"input": x,
+                                                            "output_size": module.output_size}),
         nn.Dropout: lambda: (c_dropout, {"input": x, "p": module.p, "training": module.training}),
         nn.Linear: lambda: (c_linear, {"input": x, "weight": p("weight"), "bias": p("bias")}),
         nn.LayerNorm: lambda: (c_layer_norm, {"input": x, "normalized_shape": module.normalized_shape,

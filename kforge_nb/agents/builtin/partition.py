@@ -57,11 +57,12 @@ class Group:
     outputs: list[Node] = field(default_factory=list)
     next_id: int = 0
     no_free: set = field(default_factory=set)   # nodes that must not be computed "free"
+    scan: Node | None = None                    # the group's running sum, if it has one
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def start(cls, index: int, node: Node, no_free: set) -> "Group":
-        if node.op == "reduce":
+        if node.op in ("reduce", "scan"):
             first = node.args[0]
             base, base_args = first.shape, [first]
         else:
@@ -71,13 +72,14 @@ class Group:
         for d, size in enumerate(base):
             if size != 1 or d == 0:
                 group.fdims.append(FineDim(group.new_id(), size, d, False))
-        if node.op == "reduce":
+        if node.op in ("reduce", "scan"):
             group.cover[first] = group.base_cover()
             group.space[first] = "full"
         if not group.try_add(node, external_ok=True):
             raise PartitionError(f"cannot start a kernel at {node.name}")
-        group.cover.pop(node.args[0], None) if node.op == "reduce" else None
-        group.space.pop(node.args[0], None) if node.op == "reduce" else None
+        if node.op in ("reduce", "scan"):
+            group.cover.pop(node.args[0], None)
+            group.space.pop(node.args[0], None)
         return group
 
     def new_id(self) -> int:
@@ -106,7 +108,7 @@ class Group:
         saved = self.snapshot()
         try:
             ok = {"pointwise": self.add_pointwise, "reduce": self.add_reduce,
-                  "host": self.add_view}[node.op](node, external_ok)
+                  "scan": self.add_scan, "host": self.add_view}[node.op](node, external_ok)
         except PartitionError:
             ok = False
         if ok:
@@ -162,9 +164,23 @@ class Group:
                 return None
         return cover
 
+    def add_scan(self, node: Node, external_ok: bool) -> bool:
+        """A running sum along one dim: one per group, with no reductions beside it."""
+        x = node.args[0]
+        if x not in self.cover or self.space[x] != "full" or self.reduced is not None:
+            return False
+        ids = [i for d in node.attrs["dims"] for i in self.cover[x][d]]
+        if len(ids) != 1:
+            return False
+        self.reduced, self.scan = frozenset(ids), node
+        if x not in self.members:
+            self.uses[(node, 0)] = frozenset(self.all_ids())
+        self.cover[node], self.space[node] = [list(c) for c in self.cover[x]], "full"
+        return True
+
     def add_reduce(self, node: Node, external_ok: bool) -> bool:
         x = node.args[0]
-        if x not in self.cover or self.space[x] != "full":
+        if x not in self.cover or self.space[x] != "full" or self.scan is not None:
             return False
         dims = node.attrs["dims"]
         ids = frozenset(i for d in dims for i in self.cover[x][d])
@@ -263,10 +279,11 @@ class Group:
     def snapshot(self):
         return ([FineDim(**vars(f)) for f in self.fdims], self.reduced,
                 {k: [list(c) for c in v] for k, v in self.cover.items()}, dict(self.space),
-                dict(self.uses), self.next_id)
+                dict(self.uses), self.next_id, self.scan)
 
     def restore(self, saved) -> None:
-        self.fdims, self.reduced, self.cover, self.space, self.uses, self.next_id = saved
+        (self.fdims, self.reduced, self.cover, self.space, self.uses, self.next_id,
+         self.scan) = saved
 
     # -- what the emitters need -------------------------------------------------------------------
     def size_expr(self, f: FineDim) -> str:
@@ -359,13 +376,13 @@ def partition_once(graph: Graph, no_free: set) -> Plan:
     for node in graph.nodes:
         if node.op in ("input", "param"):
             continue
-        fusable = node.op in ("pointwise", "reduce") or (node.op == "host" and
+        fusable = node.op in ("pointwise", "reduce", "scan") or (node.op == "host" and
                                                           node.attrs.get("reshape"))
         if fusable and open_group is not None and open_group.try_add(node):
             continue
         depends = open_group is not None and any(a in open_group.cover and a in
                                                  open_group.member_set for a in node.node_args())
-        if node.op in ("pointwise", "reduce"):
+        if node.op in ("pointwise", "reduce", "scan"):
             close()
             open_group = Group.start(len(groups), node, no_free)
             continue

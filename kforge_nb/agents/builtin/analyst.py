@@ -1,0 +1,159 @@
+"""BuiltinAnalyst: the performance-analysis role as a short list of rules.
+
+It reads the verdict (timing, roofline), the compact profile summary (any key may be missing)
+and the candidate's own `# kforge-builtin:` header, walks its rules in order and returns the
+first recommendation whose title is not in `request.history`. Each recommendation says what to
+change, why, and what to expect, and carries an `action` the BuiltinGenerator applies; the
+action is also written at the end of the text (`action: {...}`), because the session hands the
+generator the text of the accepted recommendation.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from ..base import AnalysisRequest, Recommendation
+from .candidate import read_header
+
+# names in a CPU profile that are torch/vendor ops rather than our kernels
+VENDOR = re.compile(r"aten::|mkldnn|onednn|mkl|conv|addmm|linear|matmul|bmm|\bmm\b", re.I)
+
+
+def facts(request: AnalysisRequest) -> dict:
+    """Everything the rules look at, with the summary preferred over the Result."""
+    s, r = request.summary or {}, request.result
+    t, roof = r.timing, r.roofline
+    header = read_header(request.code)
+    top = s.get("top_kernels") or []
+    vendor_share = sum(k.get("share", 0) for k in top if VENDOR.search(k.get("name", "")))
+    return {
+        "state": r.state,
+        "speedup": s.get("speedup_vs_eager", t.speedup_vs_eager),
+        "ms": s.get("candidate_ms", t.candidate_ms),
+        "fraction": s.get("fraction_of_sol", roof.fraction_of_sol),
+        "bound": s.get("bound", roof.bound),
+        "launches": s.get("launches"),
+        "real": s.get("timing_real", t.real),
+        "top": top,
+        "vendor_share": vendor_share,
+        "options": header.get("options", {}),
+        "target": header.get("target", request.target),
+        "code": request.code or "",
+    }
+
+
+def rec(title: str, what: str, why: str, gain: str, action: dict) -> Recommendation:
+    text = f"{what} Why: {why} Expected gain: {gain}\naction: {json.dumps(action)}"
+    return Recommendation(title=title, text=text, expected_gain=gain, action=action,
+                          response=text)
+
+
+def percent(value) -> str:
+    return "unknown" if value is None else f"{value * 100:.0f}%"
+
+
+def cpp_rules(f: dict) -> list[Recommendation]:
+    o, code, out = f["options"], f["code"], []
+    if f["vendor_share"] > 0.6:
+        out.append(rec(
+            "leave the vendor op as it is",
+            f"Most of the time ({percent(f['vendor_share'])}) is spent in torch's own op "
+            "(GEMM or convolution from oneDNN/MKL), not in the generated kernels.",
+            "the fused kernels are already a small part of the total; a hand-written C++ "
+            "product would not beat the vendor library on this CPU.",
+            "none from the kernels; at most a few percent.", {"kind": "none"}))
+    if o.get("vector_math") is False or re.search(r"std::(exp|log|tanh|erf|log1p)\(", code):
+        out.append(rec(
+            "vectorise the transcendental functions",
+            "Replace the std:: maths calls in the loops with the branch-free vexp/vlog/vtanh "
+            "helpers (declared `omp declare simd`).",
+            "without fast-math flags GCC calls libm one element at a time, so loops around "
+            "std::exp are not vectorised.", "2-8x on the kernels with exp/tanh/erf.",
+            {"kind": "vector_math", "enable": True}))
+    small = f["ms"] is not None and f["ms"] < 0.05
+    if small and (o.get("min_parallel_work") or 0) < 131072:
+        out.append(rec(
+            "run small inputs on one thread",
+            "Raise the OpenMP threshold so kernels with fewer than 131072 elements run on the "
+            "calling thread.", f"the whole call takes {f['ms']:.3g} ms; waking the OpenMP "
+            "team and joining it costs several microseconds, a large share at this size.",
+            "10-30% on small inputs.", {"kind": "min_parallel_work", "value": 131072}))
+    if "LANE_BLOCK" in code and o.get("lane_block", 256) < 1024:
+        out.append(rec(
+            "give each task more lanes",
+            "Raise LANE_BLOCK from 256 to 1024 lanes per task in the kernels that reduce over "
+            "a middle dimension.", "longer contiguous simd runs and fewer tasks; the "
+            "per-lane accumulators still fit in L1.", "5-20% on those kernels.",
+            {"kind": "lane_block", "value": 1024}))
+    if f["bound"] == "memory" and (f["fraction"] or 0) < 0.5 and o.get("schedule") != "dynamic":
+        out.append(rec(
+            "balance the row loop dynamically",
+            "Use schedule(dynamic) for the row loop.", f"the kernel reaches "
+            f"{percent(f['fraction'])} of the memory roofline; on a shared machine a "
+            "statically split loop waits for its slowest thread.", "0-15%, noisy hosts most.",
+            {"kind": "schedule", "value": "dynamic"}))
+    if o.get("accumulate", "auto") == "auto" and re.search(r"double \w+_acc", code):
+        out.append(rec(
+            "accumulate in float",
+            "Accumulate the long reductions in float instead of double.", "float "
+            "accumulators halve the reduction's register width, so twice as many lanes per "
+            "instruction; the error stays near 1e-6 relative at these lengths.",
+            "10-30% on the reduction passes, at a small precision cost.",
+            {"kind": "accumulate", "value": "float"}))
+    return out
+
+
+def triton_rules(f: dict) -> list[Recommendation]:
+    o, code, out = f["options"], f["code"], []
+    interpreted = f["real"] is False
+    caveat = " (timings here come from Triton's CPU interpreter and say nothing about a GPU)" \
+        if interpreted else ""
+    if "acc + tl.sum(a[:, :, None]" in code:
+        out.append(rec(
+            "re-tile the matrix product",
+            "Use 64 x 64 x 16 tiles for the matmul kernel.",
+            "bigger tiles reuse each loaded element more times" + caveat + ".",
+            "1.5-3x on the matmul on a GPU.",
+            {"kind": "matmul_tiles", "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16}))
+    if not o.get("autotune"):
+        out.append(rec(
+            "autotune the block size",
+            "Let @triton.autotune pick BLOCK_SIZE and num_warps from three configurations.",
+            "the best block size depends on the GPU and the row length" + caveat + ".",
+            "0-30% depending on shapes.", {"kind": "autotune", "enable": True}))
+    if o.get("num_warps", 4) < 8:
+        out.append(rec(
+            "use 8 warps per program",
+            "Launch with num_warps=8.", "long rows keep more warps busy per program" + caveat
+            + ".", "0-20%.", {"kind": "num_warps", "value": 8}))
+    if o.get("block_size", 1024) < 4096:
+        out.append(rec(
+            "process 4096 elements per step",
+            "Set BLOCK_SIZE to 4096.", "fewer loop iterations and programs" + caveat + ".",
+            "0-15%.", {"kind": "block_size", "value": 4096}))
+    return out
+
+
+class BuiltinAnalyst:
+    """Rule-based analysis agent: one recommendation, never one already given."""
+
+    def analyse(self, request: AnalysisRequest) -> Recommendation:
+        f = facts(request)
+        if f["state"] != "correct":
+            return rec("make it correct first",
+                       "Regenerate the most conservative version (library maths, double "
+                       "accumulators).", f"the last candidate was {f['state']}; optimising "
+                       "it is pointless.", "correctness.", {"kind": "fix"})
+        rules = cpp_rules(f) if f["target"] == "cpp" else triton_rules(f)
+        for recommendation in rules:
+            if recommendation.title not in request.history:
+                return recommendation
+        speed = f"{f['speedup']:.2f}x eager" if f["speedup"] else "unknown speed"
+        title = "no further change expected"
+        if title in request.history:
+            title += f" (round {len(request.history) + 1})"
+        return rec(title,
+                   f"The builtin agent has no rule left for this candidate ({speed}, "
+                   f"{percent(f['fraction'])} of speed of light).",
+                   "every change it knows has been tried or does not apply.", "none.",
+                   {"kind": "none"})

@@ -1,0 +1,132 @@
+"""BuiltinGenerator: the generation role without a model.
+
+Every candidate it writes starts with a `# kforge-builtin: {...}` line recording the target and
+the knobs it was written with. An "optimise" request starts from the previous candidate's knobs
+and applies the recommendation's action (a JSON object after `action:` in the instruction, as
+BuiltinAnalyst writes it; a few plain-word forms are understood too); "fix" writes the most
+conservative version (libm maths, double accumulators); "initial" uses the defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from ..base import Generation, GenerationRequest
+from .assemble import Built, cpp_candidate
+from .candidate import read_header
+from .capture import CaptureError, capture
+from .cpp_kernels import CppOptions
+from .partition import PartitionError, partition
+from .triton_kernels import TritonOptions, triton_candidate
+
+TARGETS = ("cpp", "triton")
+
+
+def parse_action(instruction: str | None) -> dict:
+    """The action dict in a recommendation's text, or one read off plain words."""
+    text = instruction or ""
+    match = re.search(r"action:\s*(\{.*\})", text, re.S)
+    if match:
+        try:
+            return json.loads(match.group(1))
+        except ValueError:
+            pass
+    low = text.lower()
+    number = re.search(r"\b(\d{2,6})\b", low)
+    value = int(number.group(1)) if number else None
+    if "autotun" in low:
+        return {"kind": "autotune", "enable": True}
+    if "num_warps" in low or "warps" in low:
+        return {"kind": "num_warps", "value": value or 8}
+    if "num_stages" in low or "stages" in low:
+        return {"kind": "num_stages", "value": value or 3}
+    if "block_size" in low or "block size" in low:
+        return {"kind": "block_size", "value": value or 2048}
+    if "vector" in low or "simd" in low:
+        return {"kind": "vector_math", "enable": True}
+    if "one thread" in low or "single thread" in low or "serial" in low:
+        return {"kind": "min_parallel_work", "value": value or 131072}
+    if "lane" in low:
+        return {"kind": "lane_block", "value": value or 1024}
+    if "double" in low:
+        return {"kind": "accumulate", "value": "double"}
+    if "dynamic" in low:
+        return {"kind": "schedule", "value": "dynamic"}
+    if "tensor core" in low or "tf32" in low:
+        return {"kind": "tensor_cores"}
+    return {"kind": "none"}
+
+
+def apply_action(options, action: dict) -> tuple[object, str]:
+    """New options and one sentence saying what changed (or why nothing did)."""
+    kind = action.get("kind", "none")
+    fields = {f.name for f in dataclasses.fields(options)}
+    value = action.get("value")
+    if kind in ("vector_math", "autotune") and kind in fields:
+        enable = bool(action.get("enable", True))
+        return dataclasses.replace(options, **{kind: enable}), f"{kind} set to {enable}"
+    if kind in fields and value is not None:
+        return dataclasses.replace(options, **{kind: value}), f"{kind} set to {value}"
+    if kind == "matmul_tiles" and "block_m" in fields:
+        changes = {k.lower(): int(v) for k, v in action.items()
+                   if k.lower() in ("block_m", "block_n", "block_k", "group_m")}
+        return dataclasses.replace(options, **changes), f"matmul tiles set to {changes}"
+    if kind == "tensor_cores" and "dot" in fields:
+        return dataclasses.replace(options, dot="tf32"), \
+            "matmul uses tl.dot in tf32 (valid only under the tf32 precision policy)"
+    if kind == "none":
+        return options, "no change requested"
+    if kind == "fix":
+        return conservative(options), "conservative version"
+    return options, f"action {kind!r} does not apply to this target; candidate unchanged"
+
+
+def conservative(options):
+    if isinstance(options, CppOptions):
+        return CppOptions(vector_math=False, accumulate="double", min_parallel_work=0)
+    return TritonOptions(block_size=256, num_warps=4, autotune=False)
+
+
+class BuiltinGenerator:
+    """Deterministic generation agent: captures the reference, fuses, writes kernels."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        target = request.target
+        if target not in TARGETS:
+            return Generation(None, failure=f"builtin agent cannot lower: it writes "
+                              f"{' and '.join(TARGETS)} kernels, not {target}")
+        defaults = CppOptions() if target == "cpp" else TritonOptions()
+        header = read_header(request.previous_code)
+        options, applied = defaults, ""
+        if header.get("target") == target and request.kind in ("optimise", "fix"):
+            known = {f.name for f in dataclasses.fields(defaults)}
+            options = dataclasses.replace(defaults, **{k: v for k, v in
+                                                       header.get("options", {}).items()
+                                                       if k in known})
+        if request.kind == "optimise":
+            options, applied = apply_action(options, parse_action(request.instruction))
+        elif request.kind == "fix":
+            options, applied = conservative(options), "conservative version: library maths, " \
+                "double accumulators, default parallelism"
+        built = self.build(request, options)
+        if built.code is None:
+            return Generation(None, response=built.failure or "", failure=built.failure,
+                              notes=built.failure or "")
+        notes = "; ".join(built.coverage + ([applied] if applied else []))
+        response = (f"builtin agent ({request.kind}): {len(built.kernels)} kernel(s) for "
+                    f"{target}. {notes}")
+        return Generation(built.code, response=response, notes=notes,
+                          kept_ops=list(built.kept_ops))
+
+    @staticmethod
+    def build(request: GenerationRequest, options) -> Built:
+        problem = request.problem
+        try:
+            captured = capture(problem.source)
+            plan = partition(captured.graph)
+        except (CaptureError, PartitionError) as err:
+            return Built(None, failure=f"builtin agent cannot lower: {err}")
+        if request.target == "cpp":
+            return cpp_candidate(problem.name, problem.source, captured, plan, options)
+        return triton_candidate(problem.name, problem.source, captured, plan, options)
