@@ -88,3 +88,11 @@ def test_a_tampering_candidate_does_not_leak_into_the_next_evaluation(judge):
     assert judge("relu", "cpp_tampering_wrong_values", guardrails=off).rules == ["tampering"]
     result = judge("relu", "cpp_relu", guardrails=off)
     assert result.state == CORRECT and result.rules == []
+
+
+def test_a_patch_present_only_while_timed_is_rejected_not_correct(judge):
+    result = judge("relu", "cpp_tampering_only_while_timed",
+                   guardrails=Guardrails(defaults=False))
+    assert result.state == REJECTED
+    assert result.rules == ["tampering"]
+    assert "time.perf_counter_ns" in result.message
