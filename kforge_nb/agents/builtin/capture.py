@@ -167,6 +167,7 @@ def capture(source: str) -> Captured:
     else:
         raise CaptureError("torch.fx could not trace the reference (" + "; ".join(errors) + ")")
     lowerer = Lowerer(model, recorder.values)
+    lowerer.gm = gm
     graph = lowerer.lower(gm)
     return Captured(graph, model, namespace, lowerer.notes, lowerer.kept, meta)
 
@@ -183,6 +184,7 @@ class Lowerer:
         self.kept: list[tuple[str, str | None]] = []
         self.fx: torch.fx.Node | None = None
         self.env: dict = {}
+        self.gm: torch.fx.GraphModule | None = None
 
     # -- builders the converters use ------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -347,10 +349,27 @@ class Lowerer:
 
     def try_convert(self, fx, args, kwargs):
         if fx.op == "get_attr":
-            value = self.model
-            for part in fx.target.split("."):
-                value = getattr(value, part)
-            return self.param(fx.target) if isinstance(value, torch.Tensor) else value
+            owner = self.model
+            try:
+                if re.fullmatch(r"_tensor_constant\d+", fx.target.split(".")[-1]):
+                    raise AttributeError   # fx's own copy of a tensor built in forward
+                for part in fx.target.split("."):
+                    owner = getattr(owner, part)
+            except AttributeError:     # a constant fx folded out of forward (torch.tensor(0.5))
+                value = self.gm
+                for part in fx.target.split("."):
+                    value = getattr(value, part)
+                if isinstance(value, torch.Tensor) and value.numel() == 1 and \
+                        value.device.type != "meta":
+                    return float(value.item())
+                if isinstance(value, torch.Tensor) and value.device.type != "meta" and \
+                        value.numel() <= 64:
+                    return self.add(Node(self.fresh(fx.name), "host", "python", (),
+                                         {"expr": f"torch.tensor({value.tolist()!r}, "
+                                                  f"dtype={value.dtype})"},
+                                         tuple(value.shape), value.dtype, "constant"))
+                raise Unlowerable(f"constant {fx.target} cannot be written into the candidate")
+            return self.param(fx.target) if isinstance(owner, torch.Tensor) else owner
         if fx.op == "call_module":
             module = self.model.get_submodule(fx.target)
             found = ops.module_call(module, fx.target, args[0] if args else None, self)

@@ -125,8 +125,8 @@ def c_max_min(kind: str):
 
     def convert(lw, a):
         second = a["dim"]
-        if isinstance(second, Node) and second.is_tensor:
-            return lw.pw(maxmin, a["input"], second)
+        if (isinstance(second, Node) and second.is_tensor) or isinstance(second, float):
+            return lw.pw(maxmin, a["input"], second)     # a float here was torch.tensor(c)
         if second is None:
             return lw.reduce(kind, a["input"], None, False)
         if not lw.only_first_item_used():      # the indices are wanted too: leave it to torch

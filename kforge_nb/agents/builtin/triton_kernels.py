@@ -121,13 +121,7 @@ class TritonGroupKernel:
 
     def write(self) -> str:
         p = self.plan
-        head = []
-        if self.o.autotune:
-            configs = ", ".join(f"triton.Config({{'BLOCK_SIZE': {b}}}, num_warps={w})"
-                                for b, w in AUTOTUNE_CONFIGS)
-            head.append(f"@triton.autotune(configs=[{configs}], "
-                        f"key={[r.size_name for r in p.regions]!r})")
-        head.append("@triton.jit")
+        head = ["@triton.jit"]
         head.append(f"def {p.name}({', '.join(self.params() + ['BLOCK_SIZE: tl.constexpr'])}):")
         head += [f"    # {line}" for line in p.story()]
         self.flat = ""
@@ -135,7 +129,16 @@ class TritonGroupKernel:
             self.write_flat()
         else:
             self.write_rows()
-        return "\n".join(head + self.lines)
+        tail = []
+        if self.o.autotune:
+            configs = ",\n        ".join(f"triton.Config({{'BLOCK_SIZE': {b}}}, num_warps={w})"
+                                         for b, w in AUTOTUNE_CONFIGS)
+            tail = ["", "", "# The autotuner times each configuration on the GPU the first time a "
+                    "shape is seen;", "# under the CPU interpreter the launcher passes one "
+                    "configuration instead.", "if torch.cuda.is_available():",
+                    f"    {p.name} = triton.autotune(configs=[\n        {configs},\n    ], "
+                    f"key={[r.size_name for r in p.regions]!r})({p.name})"]
+        return "\n".join(head + self.lines + tail)
 
     def write_flat(self) -> None:
         p = self.plan
@@ -254,9 +257,13 @@ def launcher(kp: KernelPlan, options: TritonOptions, name: str) -> list[str]:
         lines.append(f"    grid = lambda meta: (triton.cdiv({total}, meta['BLOCK_SIZE']),)")
     call = [n.name for n in kp.inputs] + [o.name for o in kp.outputs] + \
         [s.name for s in kp.scalars] + names
-    extra = "" if options.autotune else \
-        f", BLOCK_SIZE={options.block_size}, num_warps={options.num_warps}"
-    lines.append(f"    {kp.name}[grid]({', '.join(call)}{extra})")
+    if options.autotune:
+        lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
+                     f"{{'BLOCK_SIZE': {options.block_size}, 'num_warps': {options.num_warps}}}")
+        lines.append(f"    {kp.name}[grid]({', '.join(call)}, **tuning)")
+    else:
+        lines.append(f"    {kp.name}[grid]({', '.join(call)}, BLOCK_SIZE={options.block_size}, "
+                     f"num_warps={options.num_warps})")
     lines.append(f"    return {', '.join(o.name for o in kp.outputs)}")
     return lines
 
