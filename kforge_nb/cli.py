@@ -40,17 +40,6 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
                    help="skip the extra trial at another batch size")
 
 
-def eval_options(args):
-    from .evaluator import EvalOptions
-    from .guardrails import Guardrails
-    return EvalOptions(
-        trials=args.trials, timeout_s=args.timeout, precision=args.precision, out_dir=args.out,
-        guardrails=Guardrails(bans=args.ban, requires=args.require, allow=args.allow,
-                              precision=args.precision),
-        baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
-        shape_check=not args.no_shape_check)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kforge", description="Interactive kernel "
                                      "engineering: generate, judge and profile kernels for "
@@ -114,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_eval(args) -> int:
     from .evaluator import evaluate
     from .problem import Problem
+    from .session.config import eval_options
     from .targets import get_target
     candidate_path = Path(args.candidate)
     if not candidate_path.is_file():
@@ -135,22 +125,11 @@ def cmd_eval(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .agents import AgentConfig
     from .problem import Problem
-    from .session import Budget, Session
+    from .session.config import session_from_args
     from .ui.terminal import Progress, TerminalPolicy
     problem = Problem.from_file(args.reference)
-    session = Session(
-        problem, args.target,
-        agents=AgentConfig(provider=args.provider, model=args.model,
-                           analysis_provider=args.analysis_provider,
-                           analysis_model=args.analysis_model, record=args.record,
-                           replay=args.replay, prompts_dir=args.prompts, hint=args.hint),
-        budget=Budget(iterations=args.iterations, samples=args.samples, wall_s=args.wall_time,
-                      tokens=args.max_tokens, cost_usd=args.max_cost,
-                      target_speedup=args.target_speedup, patience=args.patience),
-        options=eval_options(args), aux=args.aux, translate_from=args.translate_from,
-        out=args.out, policy=TerminalPolicy() if args.review else None)
+    session = session_from_args(problem, args, TerminalPolicy() if args.review else None)
     session.subscribe(Progress())
     session.run()
     summary = session.summary()
@@ -172,6 +151,7 @@ def cmd_bench(args) -> int:
     from .agents import AgentConfig
     from .bench import problem_files, run_suite, table
     from .session import Budget
+    from .session.config import eval_options
     files = problem_files(args.problems)
     if not files:
         return usage_error(f"no problem files in {' '.join(args.problems)}")

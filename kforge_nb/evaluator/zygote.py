@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import pickle
 import select
+import signal
 import socket
 import struct
 import sys
@@ -72,6 +73,9 @@ def run_child(function: str, job: dict, fd: int) -> None:
 
 def serve(sock: socket.socket) -> None:
     from . import workers  # noqa: F401  (the point of this process: torch imported once)
+    # Ctrl-C in a terminal or "interrupt kernel" in Jupyter signals the whole process group:
+    # that is the caller's to handle; the fork server carries on (and ends with its socket).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     children: set[int] = set()
     send_message(sock, ("ready", os.getpid()))
     while True:

@@ -7,7 +7,6 @@ attribute names (`target`, `provider`, `iterations`, `no_compile_baseline`, ...)
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..problem import Problem
 from .core import Budget, Session
@@ -25,10 +24,6 @@ def run_defaults() -> argparse.Namespace:
 def session_from_args(problem: Problem, args, policy=None) -> Session:
     """The Session `kforge run` would build for these options (plus `mode` where given)."""
     from ..agents import AgentConfig
-    from ..cli import eval_options
-    for path in args.aux:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"--aux {path!r} is not a file")
     return Session(
         problem, args.target,
         agents=AgentConfig(provider=args.provider, model=args.model,
@@ -40,3 +35,15 @@ def session_from_args(problem: Problem, args, policy=None) -> Session:
                       target_speedup=args.target_speedup, patience=args.patience),
         options=eval_options(args), mode=getattr(args, "mode", None) or "auto", aux=args.aux,
         translate_from=args.translate_from, out=args.out, policy=policy)
+
+
+def eval_options(args):
+    """EvalOptions from the evaluation flags every command shares (see cli.add_eval_options)."""
+    from ..evaluator import EvalOptions
+    from ..guardrails import Guardrails
+    return EvalOptions(
+        trials=args.trials, timeout_s=args.timeout, precision=args.precision, out_dir=args.out,
+        guardrails=Guardrails(bans=args.ban, requires=args.require, allow=args.allow,
+                              precision=args.precision),
+        baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
+        shape_check=not args.no_shape_check)

@@ -94,6 +94,7 @@ class Session:
         self._subscribers: list[Callable[[Event], None]] = []
         self._stop = threading.Event()
         self._done = threading.Event()
+        self._closing = False        # set before `finished` is emitted: views see the end
         self._thread: threading.Thread | None = None
         self._started = 0.0
         self.finish_reason = ""
@@ -112,7 +113,7 @@ class Session:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and not self._done.is_set()
+        return self._thread is not None and not self._closing
 
     def start(self) -> "Session":
         """Run in a background thread (the notebook's cell returns at once)."""
@@ -161,6 +162,7 @@ class Session:
         t = best.result.timing if best else None
         return {
             "problem": self.problem.name, "target": self.target.name,
+            "device": self.target.device(),
             "provider": self.provider_description, "reason": self.finish_reason,
             "best_state": best.result.state if best else (
                 self.history[-1].result.state if self.history else None),
@@ -338,6 +340,7 @@ class Session:
 
     def _finish(self) -> None:
         best = self.best
+        self._closing = True
         self._emit("finished", self.history[-1].iteration if self.history else 0,
                    reason=self.finish_reason,
                    best={"iteration": best.iteration, "sample": best.sample, "code": best.code,
