@@ -73,7 +73,8 @@ class Recommendation:
     title: str                           # a few words: "fuse the scale into the softmax"
     text: str                            # what, why, expected gain
     expected_gain: str = ""
-    action: dict = field(default_factory=dict)   # optional machine-readable hint
+    action: dict = field(default_factory=dict)   # optional machine-readable hint;
+                                         # {"kind": "done"} ends the session: nothing left to try
     usage: Usage = field(default_factory=Usage)
     messages: list[dict] = field(default_factory=list)
     response: str = ""

@@ -210,6 +210,10 @@ class Session:
         self.generator, self.analyst, self.provider_description, notices = make_agents(config)
         for notice in notices:
             self._emit("notice", 0, text=notice)
+        if "compile" in self.options.baselines:
+            self._emit("notice", 0, text="the first evaluation also measures the reference "
+                       "(eager and torch.compile; a first torch.compile can take ~30 s on a "
+                       "small CPU); it is cached per problem and device")
         available = self.target.availability()
         self._emit("started", 0, problem=self.problem.name, target=self.target.name,
                    device=self.target.device() if available.runs else available.reason,
@@ -233,6 +237,10 @@ class Session:
                 self._round(iteration, kind, last, None, None)
             else:
                 recommendation = self._recommend(best_before, iteration)
+                if recommendation.action.get("kind") == "done":
+                    self.finish_reason = f"the analyst has nothing further to recommend " \
+                                         f"({recommendation.title})"
+                    return
                 decision = self.policy.decide(recommendation)
                 self._emit("decision", iteration, kind=decision.kind, text=decision.text)
                 self._save_json(iteration, "decision.json", {"kind": decision.kind,
