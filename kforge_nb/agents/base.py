@@ -43,6 +43,7 @@ class GenerationRequest:
     aux: list[tuple[str, str]] = field(default_factory=list)     # (name, text) files
     translate_from: str | None = None    # a verified kernel for another target
     sample: int = 0                      # index among repeated samples this round
+    precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
 
 
 @dataclass

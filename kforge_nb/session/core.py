@@ -275,7 +275,8 @@ class Session:
                 previous_result=base.result if base else None, instruction=instruction,
                 aux=[(name, text) for name, text, only in self.aux
                      if only is None or iteration in only],
-                translate_from=self.translate_from, sample=sample)
+                translate_from=self.translate_from, sample=sample,
+                precision=self.options.precision)
             generation = self.generator.generate(request)
             self.usage = self.usage + generation.usage
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
