@@ -34,6 +34,11 @@ RESERVED = {
     "true", "false", "INFINITY", "NAN", "std", "vexp", "vlog", "vlog1p", "vtanh", "vsigmoid",
     "verf", "where", "LANE_BLOCK", "BLOCK_SIZE", "int64_t", "math_inline", "min", "max", "abs", "exp",
     "log", "sqrt", "erf", "tanh", "floor", "ceil", "sin", "cos", "pow", "fma", "out",
+    "r", "j", "q", "l", "kk", "tile_row", "tile_col", "m_index", "n_index", "batch", "batches",
+    "row_tiles", "col_tiles", "tiles", "rest", "slot", "elements", "reduce_count", "lane_begin",
+    "lane_count", "lane_blocks", "program", "in_range", "product", "block", "panel", "part",
+    "block_row", "row_blocks", "rows_here", "cols_here", "rows_in_tile", "k0", "k_here",
+    "a_rows", "a_row", "a_batch", "a_value", "lanes_sum", "dot", "t", "m", "k",
 }
 VIEW_METHODS = {"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "view_as",
                 "reshape_as"}

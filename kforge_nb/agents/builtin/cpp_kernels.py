@@ -25,6 +25,7 @@ class CppOptions:
     min_parallel_work: int = 16384    # below this many elements a kernel runs on one thread
     accumulate: str = "auto"          # "float", "double", or "auto" (double past 16384 terms)
     schedule: str = "static"          # OpenMP schedule of the row loop
+    matmul: str = "vendor"            # "vendor": torch's GEMM; "kernel": the C++ tiled GEMM
 
 
 REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_index": "min"}
@@ -43,6 +44,7 @@ class CppKernel:
         self.lanes = plan.lane is not None and bool(plan.reduce)   # blocks of lanes, per task
         self.out_name = {o: ("out" if len(plan.outputs) == 1 else f"{o.name}_out")
                          for o in plan.outputs}
+        self.bound: dict = {}       # external nodes already held in a variable (a GEMM tile)
 
     # -- small writers ----------------------------------------------------------------------
     def emit(self, line: str = "") -> None:
@@ -74,6 +76,8 @@ class CppKernel:
             return self.f.lit(node)
         plan = self.plan
         src = plan.source(node)
+        if src in self.bound:
+            return self.bound[src]
         if src in plan.group.member_set:
             if plan.space(src) == "kept" and self.lanes:
                 return f"{src.name}[slot]"
