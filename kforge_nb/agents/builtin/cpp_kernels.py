@@ -26,6 +26,7 @@ class CppOptions:
     accumulate: str = "auto"          # "float", "double", or "auto" (double past 16384 terms)
     schedule: str = "static"          # OpenMP schedule of the row loop
     matmul: str = "vendor"            # "vendor": torch's GEMM; "kernel": the C++ tiled GEMM
+    reuse_output: bool = True         # park an exp computed in the last pass in the output
 
 
 REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_index": "min"}
@@ -45,6 +46,8 @@ class CppKernel:
         self.out_name = {o: ("out" if len(plan.outputs) == 1 else f"{o.name}_out")
                          for o in plan.outputs}
         self.bound: dict = {}       # external nodes already held in a variable (a GEMM tile)
+        self.hoisted: set = set()   # free values already computed for the whole row
+        self.inverted: set = set()
 
     # -- small writers ----------------------------------------------------------------------
     def emit(self, line: str = "") -> None:
@@ -86,7 +89,24 @@ class CppKernel:
             return src.name
         return self.load(src, user, k)
 
+    def divisors(self) -> set:
+        """Per-row values that elements are divided by: divide once, multiply per element."""
+        p = self.plan
+        if self.lanes:
+            return set()
+        return {p.source(m.args[1]) for m in p.group.members
+                if m.fn == "div" and isinstance(m.args[1], Node) and p.space(m) == "full"
+                and p.space(p.source(m.args[1])) == "kept"}
+
+    def reciprocal(self, node: Node) -> None:
+        if node in self.inverted:
+            self.emit(f"const float {node.name}_inv = 1.0f / {node.name};")
+
     def formula(self, m: Node) -> str:
+        if m.fn == "div" and isinstance(m.args[1], Node) and \
+                self.plan.source(m.args[1]) in self.inverted and self.plan.space(m) == "full":
+            divisor = self.plan.source(m.args[1])
+            return f"({self.value(m.args[0], m, 0)} * {divisor.name}_inv)"
         args = [self.value(a, m, k) for k, a in enumerate(m.args)]
         attrs = dict(m.attrs)
         if m.fn == "pow" and isinstance(m.args[1], (int, float)):
@@ -97,7 +117,33 @@ class CppKernel:
             self.emit(f"const float {name} = {sub};")
         return expr
 
+    def row_invariant(self, m: Node) -> bool:
+        """A free value that only reads operands indexed by this task's row coordinates."""
+        plan = self.plan
+        if plan.space(m) != "free":
+            return False
+        rows = {id(r) for r in plan.rows}
+        for k, a in enumerate(m.args):
+            if not isinstance(a, Node) or not a.is_tensor:
+                continue
+            src = plan.source(a)
+            if src in plan.group.member_set:
+                if not self.row_invariant(src):
+                    return False
+            elif any(id(r) not in rows for r in plan.index_regions(plan.group.uses[(m, k)])):
+                return False
+        return True
+
+    def hoist(self) -> None:
+        """Compute the row-invariant free values once per task, outside the inner loops."""
+        hoisted = [m for m in self.plan.group.members if self.row_invariant(m)]
+        if hoisted:
+            self.emit("// the same for every element of this row: computed once")
+            self.compute(hoisted)
+            self.hoisted.update(hoisted)
+
     def compute(self, nodes: list[Node], assign_kept: bool = False) -> None:
+        nodes = [m for m in nodes if m not in self.hoisted]
         for m in nodes:
             if m.op == "scan":        # the running sum so far, in the sequential scan loop
                 acc = f"{m.name}_acc" + ("[slot]" if self.lanes else "")
@@ -107,6 +153,7 @@ class CppKernel:
                 self.emit(f"{m.name}[slot] = {self.formula(m)};")
             elif assign_kept:
                 self.emit(f"const float {m.name} = {self.formula(m)};")
+                self.reciprocal(m)
             else:
                 self.emit(f"const float {m.name} = {self.formula(m)};")
 
@@ -121,6 +168,7 @@ class CppKernel:
 
     def write(self) -> str:
         p = self.plan
+        self.inverted = self.divisors()
         for line in p.story():
             self.emit(f"// {line}")
         self.open(self.signature())
@@ -173,6 +221,7 @@ class CppKernel:
                 self.emit(f"const int64_t {r.name} = rest % {r.size_name};")
                 self.emit(f"rest /= {r.size_name};")
             self.emit(f"const int64_t {p.rows[0].name} = rest;")
+        self.hoist()
         for number, reductions in enumerate(p.passes):
             self.write_pass(number, reductions)
             self.write_kept(p.kept_after[number])
@@ -252,11 +301,30 @@ class CppKernel:
             self.lane_loop()
             depth += 1
         self.compute(p.element_values([r.args[0] for r in reductions]))
+        parked = self.parked()
+        if parked is not None and number == len(p.passes) - 1:
+            o = p.full_outputs()[0]
+            self.emit(f"{self.out_name[o]}[{self.index(p.output_regions(o))}] = {parked.name};"
+                      "  // parked here, read back by the final pass")
         for r in reductions:
             self.combine(r)
         for _ in range(depth):
             self.close()
         self.finish(reductions)
+
+    def parked(self) -> Node | None:
+        """An expensive value the last pass computes and the final pass needs again: the last
+        pass stores it in the output (same index), the final pass reads it instead of
+        recomputing it (softmax: exp(x - max) is computed once, not twice)."""
+        p = self.plan
+        outs = p.full_outputs()
+        if not self.o.reuse_output or len(outs) != 1 or not p.passes or p.group.scan is not None:
+            return None
+        last = set(p.element_values([r.args[0] for r in p.passes[-1]]))
+        expensive = {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "mish", "softplus",
+                     "elu", "log1p", "expm1"}
+        found = [m for m in p.element_values(outs) if m in last and m.fn in expensive]
+        return found[-1] if found else None
 
     def finish(self, reductions: list[Node]) -> None:
         """Turn accumulators into the reduced values (mean divides by the count)."""
@@ -274,6 +342,8 @@ class CppKernel:
                 self.emit(f"{target} = (float)({acc} / ({divisor}));")
             else:
                 self.emit(f"{target} = ({ctype(r)}){acc};")
+            if not self.lanes:
+                self.reciprocal(r)
         if self.lanes:
             self.close()
 
@@ -325,7 +395,12 @@ class CppKernel:
         if self.plan.lane is not None and (self.plan.rows or self.plan.reduce):
             self.lane_loop()
             depth += 1
-        self.compute(self.plan.element_values(outs))
+        parked = self.parked()
+        if parked is not None:
+            index = self.index(self.plan.output_regions(outs[0]))
+            self.emit(f"const float {parked.name} = {self.out_name[outs[0]]}[{index}];")
+            self.bound[parked] = parked.name
+        self.compute(self.plan.element_values(outs, stop=frozenset([parked] if parked else [])))
         for o in outs:
             index = self.index(self.plan.output_regions(o))
             self.emit(f"{self.out_name[o]}[{index}] = {self.value(o)};")
@@ -382,6 +457,7 @@ def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> st
     if needs_lanes:
         head += [f"// Lanes (consecutive elements of a kept innermost dim) each task owns.",
                  f"constexpr int64_t LANE_BLOCK = {options.lane_block};", ""]
-    order = ["simd_function", "where", "vexp", "vlog", "vlog1p", "vsoftplus", "vtanh", "vsigmoid", "verf"]
+    order = ["simd_function", "where", "vsqrt", "vexp", "vlog", "vlog1p", "vsoftplus", "vtanh",
+             "vsigmoid", "verf"]
     body = [CPP_HELPERS[h].strip("\n") + "\n" for h in order if h in helpers]
     return "\n".join(head + body + ["\n\n".join(kernels)]) + "\n"

@@ -58,12 +58,13 @@ class KernelPlan:
             node = node.args[0]
         return node
 
-    def element_values(self, targets: list[Node], kept_scope: bool = False) -> list[Node]:
+    def element_values(self, targets: list[Node], kept_scope: bool = False,
+                       stop: frozenset = frozenset()) -> list[Node]:
         """Members to compute (in order) so that `targets` can be evaluated in this scope."""
         need, todo = set(), [self.source(t) for t in targets]
         while todo:
             n = todo.pop()
-            if n in need or n not in self.group.member_set:
+            if n in need or n not in self.group.member_set or n in stop:
                 continue
             space = self.group.space[n]
             if space == "kept" or (kept_scope and space == "full"):
