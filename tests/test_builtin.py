@@ -74,6 +74,11 @@ PROBLEMS = {
     "cumsum": problem("return torch.cumsum(x, dim=-1)", "[torch.randn(8, 300)]"),
     "gemm_scale_residual": problem("return x + 0.5 * self.fc(x)", "[torch.randn(16, 32)]",
                                    "self.fc = nn.Linear(a0, a0)", "[32]"),
+    "matmul_only": problem("return torch.matmul(a, b)", "[torch.randn(70, 300), torch.randn(300, 90)]",
+                           signature="a, b"),
+    "bmm_then_softmax": problem("return torch.softmax(torch.bmm(a, b.transpose(1, 2)) * 0.125, -1)",
+                                "[torch.randn(3, 20, 16), torch.randn(3, 24, 16)]",
+                                signature="a, b"),
 }
 TRITON_PROBLEMS = ["softmax", "linear_gelu", "batch_norm_train", "six_pointwise_ops"]
 
@@ -103,6 +108,30 @@ def test_triton_candidate_is_correct_under_the_interpreter(name, tmp_path):
     ref, generation = generate(name, "triton")
     result = judge(ref, generation, "triton", tmp_path)
     assert result.state == CORRECT, result.message
+
+
+@pytest.mark.parametrize("name", ["linear_gelu", "gemm_scale_residual", "bmm_then_softmax"])
+def test_cpp_gemm_path_with_fused_epilogue_is_correct(name, tmp_path):
+    ref, first = generate(name, "cpp")
+    ref, own = generate(name, "cpp", kind="optimise", previous_code=first.code,
+                        instruction='action: {"kind": "matmul", "value": "kernel"}')
+    assert own.kept_ops == [] and "tile_product" in own.code
+    result = judge(ref, own, "cpp", tmp_path)
+    assert result.state == CORRECT, result.message
+
+
+def test_a_lone_matrix_product_gets_the_cpp_gemm_not_a_failure():
+    _, generation = generate("matmul_only", "cpp")
+    assert generation.code is not None and generation.kept_ops == []
+    assert "K_BLOCK = 192" in generation.code
+
+
+def test_analyst_proposes_the_cpp_gemm_when_the_vendor_gemm_is_kept(tmp_path):
+    ref, generation = generate("linear_gelu", "cpp")
+    result = judge(ref, generation, "cpp", tmp_path)
+    recommendation = BuiltinAnalyst().analyse(AnalysisRequest(
+        ref, "cpp", generation.code, result, profile_summary(result), []))
+    assert recommendation.action == {"kind": "matmul", "value": "kernel"}
 
 
 def test_convolution_stays_in_torch_and_the_ops_after_it_are_fused():
