@@ -15,7 +15,6 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -30,42 +29,8 @@ from ..result import CORRECT, GENERATION_FAILURE, Result
 from ..targets import get_target
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision, QueuePolicy
 from .events import Event
-
-
-@dataclass
-class Budget:
-    iterations: int = 8
-    samples: int = 1
-    wall_s: float | None = None
-    tokens: int | None = None
-    cost_usd: float | None = None
-    target_speedup: float | None = None      # stop once the best beats eager by this much
-    patience: int | None = 3                 # optimisation rounds without improvement
-
-
-@dataclass
-class Attempt:
-    """One evaluated candidate: where it came from and its verdict."""
-    iteration: int
-    sample: int
-    kind: str
-    code: str | None
-    result: Result
-    generation: Generation | None = None
-    recommendation: Recommendation | None = None
-    decision: Decision | None = None
-
-    @property
-    def speed(self) -> float:
-        """Lower is better; only correct candidates with a time rank."""
-        ms = self.result.timing.candidate_ms
-        return ms if (self.result.state == CORRECT and ms is not None) else float("inf")
-
-    def to_dict(self) -> dict:
-        return {"iteration": self.iteration, "sample": self.sample, "kind": self.kind,
-                "code": self.code, "result": self.result.to_dict(),
-                "recommendation": self.recommendation.title if self.recommendation else None,
-                "decision": self.decision.kind if self.decision else None}
+from .inputs import load_translation, parse_aux
+from .records import Attempt, Budget
 
 
 class Session:
@@ -332,20 +297,9 @@ class Session:
         return recommendation
 
     def _over_budget(self) -> str | None:
-        b, elapsed = self.budget, time.monotonic() - self._started
         if self._stop.is_set():
             return "stopped by the user"
-        if b.wall_s and elapsed > b.wall_s:
-            return f"time budget ({b.wall_s:g} s) used"
-        if b.tokens and self.usage.input_tokens + self.usage.output_tokens >= b.tokens:
-            return f"token budget ({b.tokens}) used"
-        if b.cost_usd and self.usage.cost_usd >= b.cost_usd:
-            return f"cost budget (${b.cost_usd:g}) used"
-        best = self.best
-        if b.target_speedup and best and (best.result.timing.speedup_vs_eager or 0) >= \
-                b.target_speedup and best.result.timing.real:
-            return f"target speedup {b.target_speedup:g}x reached"
-        return None
+        return self.budget.exhausted(self.usage, time.monotonic() - self._started, self.best)
 
     def _finish(self) -> None:
         best = self.best
@@ -406,26 +360,3 @@ def _with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
     rails = dataclasses.replace(options.guardrails,
                                 allow=[*options.guardrails.allow, *ops])
     return dataclasses.replace(options, guardrails=rails)
-
-
-def parse_aux(spec: str) -> tuple[str, str, set[int] | None]:
-    """`PATH` (every iteration) or `PATH@0,2` (iterations 0 and 2 only)."""
-    path, _, only = spec.partition("@")
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"--aux {path!r} is not a file")
-    iterations = {int(i) for i in only.split(",") if i.strip()} if only else None
-    return Path(path).name, Path(path).read_text(), iterations
-
-
-def load_translation(source: str | None) -> str | None:
-    """`--from`: a candidate file, or a run folder whose best candidate to translate."""
-    if not source:
-        return None
-    path = Path(source)
-    if path.is_dir():
-        path = path / "best_candidate.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"--from {source!r}: no candidate file (or run folder with "
-                                "best_candidate.py) there")
-    return path.read_text()
-
