@@ -80,7 +80,8 @@ PROBLEMS = {
                                 "[torch.randn(3, 20, 16), torch.randn(3, 24, 16)]",
                                 signature="a, b"),
 }
-TRITON_PROBLEMS = ["softmax", "linear_gelu", "batch_norm_train", "six_pointwise_ops"]
+TRITON_PROBLEMS = ["softmax", "linear_gelu", "batch_norm_train", "six_pointwise_ops", "cumsum",
+                   "group_norm"]
 
 
 def generate(name_or_source: str, target: str, kind: str = "initial", **request):

@@ -455,7 +455,7 @@ def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> st
     head = ["#include <algorithm>", "#include <cmath>", "#include <cstdint>", ""]
     needs_lanes = any("LANE_BLOCK" in k for k in kernels)
     if needs_lanes:
-        head += [f"// Lanes (consecutive elements of a kept innermost dim) each task owns.",
+        head += ["// Lanes (consecutive elements of a kept innermost dim) each task owns.",
                  f"constexpr int64_t LANE_BLOCK = {options.lane_block};", ""]
     order = ["simd_function", "where", "vsqrt", "vexp", "vlog", "vlog1p", "vsoftplus", "vtanh",
              "vsigmoid", "verf"]

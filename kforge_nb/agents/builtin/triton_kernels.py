@@ -103,9 +103,11 @@ class TritonGroupKernel:
         for m in nodes:
             if m.op == "scan":
                 v = self.value(m.args[0], m, 0, mask)
-                self.emit(f"{m.name} = tl.cumsum(tl.where({mask}, {v}, 0.0), axis=0) + "
-                          f"{m.name}_carry")
-                self.emit(f"{m.name}_carry += tl.sum(tl.where({mask}, {v}, 0.0), axis=0)")
+                # in float64, as torch's cumsum accumulates on the CPU
+                self.emit(f"{m.name}_terms = tl.where({mask}, {v}, 0.0).to(tl.float64)")
+                self.emit(f"{m.name} = (tl.cumsum({m.name}_terms, axis=0) + {m.name}_carry)"
+                          ".to(tl.float32)")
+                self.emit(f"{m.name}_carry += tl.sum({m.name}_terms, axis=0)")
                 continue
             args = [self.value(a, m, k, mask) for k, a in enumerate(m.args)]
             attrs = dict(m.attrs)
@@ -187,7 +189,7 @@ class TritonGroupKernel:
         if p.full_outputs():
             self.emit("# final pass: compute and write the full-size outputs")
             if p.group.scan is not None:
-                self.emit(f"{p.group.scan.name}_carry = 0.0")
+                self.emit(f"{p.group.scan.name}_carry = tl.zeros([], tl.float64)")
             self.open_reduce_loop()
             self.compute(p.element_values(p.full_outputs()), mask="in_range")
             index = self.horner(p.regions)
