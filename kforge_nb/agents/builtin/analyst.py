@@ -97,7 +97,8 @@ def cpp_rules(f: dict) -> list[Recommendation]:
             "a middle dimension.", "longer contiguous simd runs and fewer tasks; the "
             "per-lane accumulators still fit in L1.", "5-20% on those kernels.",
             {"kind": "lane_block", "value": 1024}))
-    if f["bound"] == "memory" and (f["fraction"] or 0) < 0.5 and o.get("schedule") != "dynamic":
+    if f["bound"] == "memory" and (f["fraction"] or 0) < 0.5 and o.get("schedule") != "dynamic" \
+            and "for (int64_t task = 0; task < tasks" in code:
         out.append(rec(
             "balance the row loop dynamically",
             "Use schedule(dynamic) for the row loop.", f"the kernel reaches "

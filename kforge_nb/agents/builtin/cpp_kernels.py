@@ -186,7 +186,9 @@ class CppKernel:
 
     def parallel(self, extra: str = "") -> str:
         guard = f" if(elements >= {self.o.min_parallel_work})" if self.o.min_parallel_work else ""
-        return f"#pragma omp parallel for{extra} schedule({self.o.schedule}){guard}"
+        # dynamic scheduling hands out whole rows; a flat element loop stays static
+        schedule = self.o.schedule if not extra else "static"
+        return f"#pragma omp parallel for{extra} schedule({schedule}){guard}"
 
     def write_tasks(self) -> None:
         """Threads over rows (and blocks of lanes); passes inside each task."""

@@ -26,10 +26,11 @@ static inline float where(bool c, float a, float b) {
 }
 """,
     "vexp": r"""
-// exp(x) without a libm call, so loops around it vectorise. Range reduction x = k*ln2 + r with
+// exp(x) without a libm call, so loops around it vectorise (vexp below; erf, tanh and sigmoid
+// use the inline body directly). Range reduction x = k*ln2 + r with
 // |r| <= ln2/2 (ln2 split in two parts for accuracy), a degree-6 polynomial for e^r (Cephes),
 // then 2^k built directly in the exponent bits. Over/underflow are handled by selects.
-SIMD_FUNCTION float vexp(float x) {
+static inline float exp_inline(float x) {
     const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x/ln2)
     float r = std::fma(k, -0.693359375f, x);
     r = std::fma(k, 2.12194440e-4f, r);
@@ -46,6 +47,10 @@ SIMD_FUNCTION float vexp(float x) {
     y = x > 88.3762626647949f ? INFINITY : y;
     y = x < -87.3365447504f ? 0.0f : y;
     return y;
+}
+
+SIMD_FUNCTION float vexp(float x) {
+    return exp_inline(x);
 }
 """,
     "vlog": r"""
@@ -131,12 +136,12 @@ SIMD_FUNCTION float vlog1p(float x) {
     "vtanh": r"""
 // tanh(x) = 1 - 2 / (exp(2x) + 1): exact limits at +-infinity, absolute error ~1e-7 near 0.
 SIMD_FUNCTION float vtanh(float x) {
-    return 1.0f - 2.0f / (vexp(2.0f * x) + 1.0f);
+    return 1.0f - 2.0f / (exp_inline(2.0f * x) + 1.0f);
 }
 """,
     "vsigmoid": r"""
 SIMD_FUNCTION float vsigmoid(float x) {
-    return 1.0f / (1.0f + vexp(-x));
+    return 1.0f / (1.0f + exp_inline(-x));
 }
 """,
     "verf": r"""
@@ -149,7 +154,7 @@ SIMD_FUNCTION float verf(float x) {
     p = std::fma(p, t, 1.421413741f);
     p = std::fma(p, t, -0.284496736f);
     p = std::fma(p, t, 0.254829592f);
-    const float y = 1.0f - p * t * vexp(-a * a);
+    const float y = 1.0f - p * t * exp_inline(-a * a);
     return x < 0.0f ? -y : y;
 }
 """,
