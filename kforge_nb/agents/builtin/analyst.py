@@ -73,7 +73,7 @@ def cpp_rules(f: dict) -> list[Recommendation]:
             "(GEMM or convolution from oneDNN/MKL), not in the generated kernels.",
             "the fused kernels are already a small part of the total; a hand-written C++ "
             "product would not beat the vendor library on this CPU.",
-            "none from the kernels; at most a few percent.", {"kind": "none"}))
+            "none from the kernels; at most a few percent.", {"kind": "done"}))
     if o.get("vector_math") is False or re.search(r"std::(exp|log|tanh|erf|log1p)\(", code):
         out.append(rec(
             "vectorise the transcendental functions",
@@ -169,4 +169,4 @@ class BuiltinAnalyst:
                    f"The builtin agent has no rule left for this candidate ({speed}, "
                    f"{percent(f['fraction'])} of speed of light).",
                    "every change it knows has been tried or does not apply.", "none.",
-                   {"kind": "none"})
+                   {"kind": "done"})

@@ -62,7 +62,7 @@ def run_one(path: Path, target: str, rounds: int, out_dir: Path) -> dict:
         rec = analyst.analyse(AnalysisRequest(problem, target, code, res, profile_summary(res),
                                               history, iteration))
         history.append(rec.title)
-        if rec.action.get("kind") == "none":
+        if rec.action.get("kind") in ("none", "done"):
             row["steps"].append({"title": rec.title, "state": "skipped"})
             break
         generation = generator.generate(GenerationRequest(

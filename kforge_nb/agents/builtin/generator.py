@@ -75,7 +75,7 @@ def apply_action(options, action: dict) -> tuple[object, str]:
     if kind == "tensor_cores" and "dot" in fields:
         return dataclasses.replace(options, dot="tf32"), \
             "matmul uses tl.dot in tf32 (valid only under the tf32 precision policy)"
-    if kind == "none":
+    if kind in ("none", "done"):
         return options, "no change requested"
     if kind == "fix":
         return conservative(options), "conservative version"
@@ -104,6 +104,10 @@ class BuiltinGenerator:
             options = dataclasses.replace(defaults, **{k: v for k, v in
                                                        header.get("options", {}).items()
                                                        if k in known})
+        precision = getattr(request, "precision", "strict")
+        if target == "triton" and precision in ("tf32", "bf16", "fp16") and \
+                request.kind == "initial":
+            options = dataclasses.replace(options, dot="tf32")   # the policy allows tensor cores
         if request.kind == "optimise":
             options, applied = apply_action(options, parse_action(request.instruction))
         elif request.kind == "fix":
