@@ -148,8 +148,10 @@ def compute_reference(problem: Problem, device: str, plan: list[dict], options: 
     try:
         message = worker.recv()
     except WorkerFailure as failure:
+        log = log_tail(job["log"])
+        shutil.rmtree(tmp, ignore_errors=True)
         raise ProblemError(f"{problem.label}: the reference itself failed: {failure}. "
-                           f"Log: {job['log']}") from None
+                           f"End of its log:\n{log}") from None
     finally:
         worker.close()
     if "problem_error" in message:
@@ -164,12 +166,20 @@ def compute_reference(problem: Problem, device: str, plan: list[dict], options: 
     tmp.rename(folder)
 
 
+def log_tail(path: str, chars: int = 1500) -> str:
+    try:
+        return Path(path).read_text(errors="replace")[-chars:].strip() or "(empty)"
+    except OSError:
+        return "(no log)"
+
+
 def run_candidate(problem: Problem, candidate: str, target: Target, options: EvalOptions,
                   folder: Path, reference: dict | None) -> Result | None:
     """Steps 4-6. With `reference=None` only builds the candidate (compile-only hosts)."""
     device = target.device() if reference else "cpu"
     job = {"source": candidate, "filename": str(folder / "candidate.py"), "target": target.name,
            "device": device, "compile_only": reference is None, "init_seed": options.seed,
+           "precision": options.precision,
            "env": target.worker_env(), "log": str(folder / "worker.log"),
            "data": str(Path(reference["folder"]) / "reference.pt") if reference else "",
            "outputs": str(folder / "candidate_outputs.pt"), "trace": str(folder / "trace.json"),

@@ -36,6 +36,11 @@ def start(job: dict) -> None:
     os.setsid()  # own process group: the parent can kill compilers we start along with us
     os.environ.update(job.get("env", {}))
     redirect_output(job["log"])
+    # cuDNN convolutions default to TF32 on NVIDIA GPUs. The reference is the truth and is
+    # always computed in full fp32; a candidate gets TF32 only when the policy says so.
+    tf32 = job.get("precision", "strict") != "strict"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 def error_report(exc: BaseException, filename: str, source: str) -> dict:

@@ -42,7 +42,9 @@ class Target:
     def is_compile_error(self, exc: BaseException) -> bool:
         """Whether an exception raised while importing/running the candidate is a build error."""
         from ..runtime.native import CompileError
-        return isinstance(exc, CompileError)
+        # SyntaxError: Python code the candidate compiles at import (e.g. a jit'd kernel's
+        # duplicate argument) is a build error too.
+        return isinstance(exc, (CompileError, SyntaxError))
 
     # -- what a prompt or a person needs ----------------------------------------------------
     def example_path(self) -> Path:

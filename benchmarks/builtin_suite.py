@@ -1,0 +1,75 @@
+"""The builtin agent over the problem suite: one session per problem, one table.
+
+    PYTHONPATH=. python benchmarks/builtin_suite.py [PROBLEMS...] [--target cpp] [--level 2]
+        [--precision strict] [--iterations 3] [--jsonl rows.jsonl] [--no-compile-baseline]
+
+The same loop as `kforge bench` (kforge_nb/bench.py); this script adds a level filter and
+writes each row as soon as it is measured, so a run cut short still leaves its rows.
+Set KFORGE_SIZE=gpu for the realistic sizes.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kforge_nb.agents import AgentConfig  # noqa: E402
+from kforge_nb.bench import problem_files, run_suite, table  # noqa: E402
+from kforge_nb.evaluator import EvalOptions  # noqa: E402
+from kforge_nb.guardrails import Guardrails  # noqa: E402
+from kforge_nb.session import Budget  # noqa: E402
+
+SUITE = ROOT / "benchmarks" / "problems"
+
+
+def level_of(path: Path) -> int | None:
+    """The level column of the suite's README for this problem."""
+    readme = (SUITE / "README.md").read_text()
+    match = re.search(rf"^\| `{re.escape(path.stem)}` \| (\d) \|", readme, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("problems", nargs="*", default=[str(SUITE)])
+    parser.add_argument("--target", default="auto")
+    parser.add_argument("--level", type=int)
+    parser.add_argument("--only", help="regex on problem names")
+    parser.add_argument("--precision", default="strict")
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--no-compile-baseline", action="store_true")
+    parser.add_argument("--jsonl")
+    parser.add_argument("--out", default="kforge-runs/bench")
+    args = parser.parse_args()
+
+    files = [f for f in problem_files(args.problems)
+             if (args.level is None or level_of(f) == args.level)
+             and (args.only is None or re.search(args.only, f.stem))]
+    options = EvalOptions(trials=args.trials, precision=args.precision,
+                          guardrails=Guardrails(precision=args.precision),
+                          baselines=("eager",) if args.no_compile_baseline else
+                          ("eager", "compile"))
+
+    def write(row) -> None:
+        print(f"{row.problem}: {row.state} x{row.speedup_vs_eager or 0:.2f} eager, "
+              f"x{row.speedup_vs_compile or 0:.2f} compile ({row.seconds:.0f} s)",
+              file=sys.stderr, flush=True)
+        if args.jsonl:
+            with open(args.jsonl, "a") as f:
+                f.write(json.dumps({**dataclasses.asdict(row), "precision": args.precision})
+                        + "\n")
+    rows = run_suite(files, args.target, AgentConfig(provider="builtin"),
+                     Budget(iterations=args.iterations, patience=2), options, args.out, write)
+    print(f"\nprecision policy: {args.precision}")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
