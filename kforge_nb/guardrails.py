@@ -105,6 +105,7 @@ ALLOWED_TORCH = {
     "is_tensor", "numel", "broadcast_shapes", "get_default_dtype",
 }
 TORCH_ROOTS = ("torch", "F", "nn", "np", "numpy")
+PLAIN_PYTHON = {"math", "cmath", "operator", "tl", "triton"}   # `math.sqrt(n)` is no tensor op
 COMPUTE_METHODS = {
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax",
     "exp", "log", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "relu", "sigmoid", "tanh",
@@ -133,6 +134,7 @@ def torch_compute_in_forward(src: Source) -> list[str]:
                     found.append(f"line {node.lineno}: {name}()")
             elif isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS \
                     and root not in TORCH_ROOTS and root not in native \
+                    and root not in PLAIN_PYTHON \
                     and f"Tensor.{leaf}" not in src.allowed_ops:
                 found.append(f"line {node.lineno}: .{node.func.attr}()")
     return found
@@ -141,8 +143,11 @@ def torch_compute_in_forward(src: Source) -> list[str]:
 def precision_switch(src: Source) -> list[str]:
     if src.precision != "strict":
         return []
-    pattern = (r"allow_tf32|set_float32_matmul_precision|autocast|\.half\(\)|\.bfloat16\(\)|"
-               r"torch\.(float16|half|bfloat16)|tl\.(float16|bfloat16)|input_precision|allow_fp16")
+    # Lowering precision is banned; asking for full precision (allow_tf32 = False,
+    # input_precision="ieee") is not.
+    pattern = (r"allow_tf32\s*=\s*True|set_float32_matmul_precision\(\s*['\"](high|medium)|"
+               r"autocast|\.half\(\)|\.bfloat16\(\)|torch\.(float16|half|bfloat16)|"
+               r"tl\.(float16|bfloat16)|input_precision\s*=\s*['\"](?!ieee)|allow_fp16")
     return [f"line {i}: {m.group(0)}" for i, line in enumerate(src.text.splitlines(), 1)
             for m in [re.search(pattern, line)] if m and m.group(0) not in src.reference]
 
