@@ -76,12 +76,18 @@ PROBLEMS = {
                                    "self.fc = nn.Linear(a0, a0)", "[32]"),
     "matmul_only": problem("return torch.matmul(a, b)", "[torch.randn(70, 300), torch.randn(300, 90)]",
                            signature="a, b"),
+    "linear_relu_bias": problem("return torch.relu(self.fc(x)) + self.bias",
+                                "[torch.randn(16, 32)]",
+                                "self.fc = nn.Linear(a0, a1)\nself.bias = nn.Parameter(torch.randn(a1))",
+                                "[32, 24]"),
     "bmm_then_softmax": problem("return torch.softmax(torch.bmm(a, b.transpose(1, 2)) * 0.125, -1)",
                                 "[torch.randn(3, 20, 16), torch.randn(3, 24, 16)]",
                                 signature="a, b"),
 }
 TRITON_PROBLEMS = ["softmax", "linear_gelu", "batch_norm_train", "six_pointwise_ops", "cumsum",
-                   "group_norm"]
+                   "group_norm", "gemm_scale_residual", "linear_relu_bias", "bmm_then_softmax",
+                   "matmul_only", "argmax", "layer_norm"]
+GEMM_PROBLEMS = ["linear_gelu", "gemm_scale_residual", "linear_relu_bias", "bmm_then_softmax"]
 
 
 def generate(name_or_source: str, target: str, kind: str = "initial", **request):
@@ -90,11 +96,19 @@ def generate(name_or_source: str, target: str, kind: str = "initial", **request)
     return ref, BuiltinGenerator().generate(GenerationRequest(ref, target, kind, **request))
 
 
-def judge(ref: Problem, generation, target: str, tmp_path) -> Result:
+def judge(ref: Problem, generation, target: str, tmp_path, precision: str = "strict") -> Result:
     assert generation.code is not None, generation.failure
     return evaluate(ref, generation.code, target,
                     EvalOptions(baselines=("eager",), out_dir=tmp_path, timing_budget_s=0.2,
-                                guardrails=Guardrails(allow=generation.kept_ops)))
+                                precision=precision,
+                                guardrails=Guardrails(allow=generation.kept_ops,
+                                                      precision=precision)))
+
+
+def kernel_parameters(code: str) -> list[list[str]]:
+    """The parameter names of every function in the candidate."""
+    return [[a.arg for a in f.args.args] for f in ast.walk(ast.parse(code))
+            if isinstance(f, ast.FunctionDef)]
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -211,3 +225,43 @@ def test_triton_autotune_action_is_applied_and_stays_correct(tmp_path):
                           instruction='autotune it\naction: {"kind": "autotune", "enable": true}')
     assert "triton.autotune(configs=" in tuned.code
     assert judge(ref, tuned, "triton", tmp_path).state == CORRECT
+
+
+@pytest.mark.parametrize("name", ["gemm_scale_residual", "linear_relu_bias"])
+def test_a_tensor_used_twice_is_one_launcher_argument_and_two_kernel_parameters(name, tmp_path):
+    ref, first = generate(name, "triton")
+    ref, own = generate(name, "triton", kind="optimise", previous_code=first.code,
+                        instruction='action: {"kind": "matmul", "value": "kernel"}')
+    assert own.kept_ops == [] and "tl.dot(a, b, acc" in own.code
+    for params in kernel_parameters(own.code):
+        assert len(params) == len(set(params)), params
+    assert judge(ref, own, "triton", tmp_path).state == CORRECT
+
+
+@pytest.mark.parametrize("name", GEMM_PROBLEMS)
+def test_strict_triton_keeps_the_vendor_product_and_fuses_what_follows(name, tmp_path):
+    ref, generation = generate(name, "triton")
+    assert generation.kept_ops and set(generation.kept_ops) <= {"linear", "bmm"}
+    assert "kept in torch: the vendor GEMM" in generation.code
+    assert "tl.dot" not in generation.code and "tl.sum(a[:, :, None]" not in generation.code
+    assert generation.code.count("@triton.jit") == 1      # one epilogue kernel
+    assert judge(ref, generation, "triton", tmp_path).state == CORRECT
+
+
+@pytest.mark.parametrize("name", ["linear_gelu", "gemm_scale_residual", "matmul_only"])
+def test_bf16_policy_gets_the_tensor_core_gemm_with_its_epilogue(name, tmp_path):
+    ref, generation = generate(name, "triton", precision="bf16")
+    assert generation.kept_ops == []
+    assert "tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)" in generation.code
+    assert "triton.autotune(configs=" in generation.code and "key=['M', 'N', 'K']" in \
+        generation.code
+    assert judge(ref, generation, "triton", tmp_path, precision="bf16").state == CORRECT
+
+
+def test_a_row_that_fits_is_read_once_and_long_rows_loop():
+    _, generation = generate("softmax", "triton")
+    code = generation.code
+    assert "if ROW_IN_REGISTERS:" in code and "triton.next_power_of_2(cols)" in code
+    assert "4 if block <= 2048 else (8 if block <= 8192 else 16)" in code
+    registers = code.split("if ROW_IN_REGISTERS:")[1].split("else:")[0]
+    assert registers.count("tl.load(") == 1 and "for start" not in registers

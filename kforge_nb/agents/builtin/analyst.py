@@ -16,8 +16,8 @@ from ..base import AnalysisRequest, Recommendation
 from .candidate import read_header
 
 # names in a CPU profile that are torch/vendor ops rather than our kernels ("cpu::..." are ours)
-VENDOR = re.compile(r"^(?!cpu::).*(aten::|mkldnn|onednn|mkl|conv|addmm|linear|matmul|bmm|\bmm\b)",
-                    re.I)
+VENDOR = re.compile(r"^(?!cpu::).*(aten::|mkldnn|onednn|mkl|conv|addmm|linear|matmul|bmm|\bmm\b|"
+                    r"gemm|cublas|cutlass|xmma|sm\d+_)", re.I)
 
 
 def facts(request: AnalysisRequest) -> dict:
@@ -121,13 +121,35 @@ def triton_rules(f: dict) -> list[Recommendation]:
     interpreted = f["real"] is False
     caveat = " (timings here come from Triton's CPU interpreter and say nothing about a GPU)" \
         if interpreted else ""
+    vendor_gemm = re.search(r"(F\.linear|torch\.(mm|bmm|matmul))\(.*kept in torch", code)
     if "acc + tl.sum(a[:, :, None]" in code:
         out.append(rec(
-            "re-tile the matrix product",
-            "Use 64 x 64 x 16 tiles for the matmul kernel.",
-            "bigger tiles reuse each loaded element more times" + caveat + ".",
-            "1.5-3x on the matmul on a GPU.",
-            {"kind": "matmul_tiles", "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16}))
+            "multiply the tiles with tl.dot in ieee precision",
+            "Replace the tl.sum of broadcast products with tl.dot(a, b, acc, "
+            'input_precision="ieee") and let the autotuner pick the tiles.',
+            "the same exact fp32 products, but Triton schedules them as an FMA matrix product "
+            "instead of materialising a BLOCK_M x BLOCK_K x BLOCK_N tensor" + caveat + ".",
+            "several times on the product on a GPU.",
+            {"kind": "matmul", "value": "kernel", "dot": "ieee"}))
+    tiny = f["real"] and f["ms"] is not None and f["ms"] < 0.02
+    if vendor_gemm and tiny and o.get("matmul", "vendor") == "vendor":
+        out.append(rec(
+            "fuse the small product into the kernel",
+            "Compute the matrix product in a Triton kernel (exact fp32, tl.dot in ieee "
+            "precision) with the ops after it applied to the tile, instead of the vendor GEMM "
+            "and a separate epilogue kernel.",
+            f"the whole call takes {f['ms']:.3g} ms, so the second launch and the round trip "
+            "of the product through memory are a large share of it.",
+            "10-40% at this size; none on large shapes, where the vendor GEMM wins.",
+            {"kind": "matmul", "value": "kernel", "dot": "ieee"}))
+    if vendor_gemm and f["vendor_share"] > 0.6:
+        out.append(rec(
+            "leave the vendor GEMM as it is",
+            f"Most of the time ({percent(f['vendor_share'])}) is in the vendor matrix product; "
+            "the fused Triton epilogue is the rest.",
+            "under strict fp32 the vendor GEMM already runs near the speed of light; only a "
+            "lower-precision policy (tf32, bf16) would make the product faster.",
+            "none from the kernels.", {"kind": "done"}))
     if not o.get("autotune"):
         out.append(rec(
             "autotune the block size",

@@ -65,7 +65,7 @@ MATMUL_CALLS = {"linear": "F.linear", "mm": "torch.mm", "bmm": "torch.bmm",
 
 def vendor_matmul(node: Node) -> list[str]:
     call = f"{MATMUL_CALLS[node.fn]}({', '.join(python_ref(a) for a in node.args)})"
-    return [f"{node.name} = {call}  # kept in torch: the vendor GEMM (oneDNN / MKL)"]
+    return [f"{node.name} = {call}  # kept in torch: the vendor GEMM (cuBLAS, oneDNN)"]
 
 
 def forward_lines(plan: Plan, launches: dict, matmul) -> list[str]:

@@ -18,7 +18,7 @@ from .candidate import read_header
 from .capture import CaptureError, capture
 from .cpp_kernels import CppOptions
 from .partition import PartitionError, partition
-from .triton_kernels import TritonOptions, triton_candidate
+from .triton_assemble import TritonOptions, triton_candidate
 
 TARGETS = ("cpp", "triton")
 
@@ -66,6 +66,11 @@ def apply_action(options, action: dict) -> tuple[object, str]:
     if kind in ("vector_math", "autotune") and kind in fields:
         enable = bool(action.get("enable", True))
         return dataclasses.replace(options, **{kind: enable}), f"{kind} set to {enable}"
+    if kind == "matmul" and "matmul" in fields and value in ("vendor", "kernel"):
+        changes = {"matmul": value}
+        if "dot" in action:
+            changes["dot"] = action["dot"]
+        return dataclasses.replace(options, **changes), f"matmul set to {changes}"
     if kind in fields and value is not None:
         return dataclasses.replace(options, **{kind: value}), f"{kind} set to {value}"
     if kind == "matmul_tiles" and "block_m" in fields:
@@ -73,8 +78,10 @@ def apply_action(options, action: dict) -> tuple[object, str]:
                    if k.lower() in ("block_m", "block_n", "block_k", "group_m")}
         return dataclasses.replace(options, **changes), f"matmul tiles set to {changes}"
     if kind == "tensor_cores" and "dot" in fields:
-        return dataclasses.replace(options, dot="tf32"), \
-            "matmul uses tl.dot in tf32 (valid only under the tf32 precision policy)"
+        value = value if value in ("tf32", "bf16", "fp16") else "tf32"
+        return dataclasses.replace(options, matmul="kernel", dot=value), \
+            f"matmul is the Triton GEMM with tl.dot in {value} (valid only under the " \
+            f"{value} precision policy)"
     if kind in ("none", "done"):
         return options, "no change requested"
     if kind == "fix":
@@ -85,7 +92,7 @@ def apply_action(options, action: dict) -> tuple[object, str]:
 def conservative(options):
     if isinstance(options, CppOptions):
         return CppOptions(vector_math=False, accumulate="double", min_parallel_work=0)
-    return TritonOptions(block_size=256, num_warps=4, autotune=False)
+    return TritonOptions(block_size=256, num_warps=4, autotune=False, matmul="vendor")
 
 
 class BuiltinGenerator:
@@ -96,7 +103,8 @@ class BuiltinGenerator:
         if target not in TARGETS:
             return Generation(None, failure=f"builtin agent cannot lower: it writes "
                               f"{' and '.join(TARGETS)} kernels, not {target}")
-        defaults = CppOptions() if target == "cpp" else TritonOptions()
+        precision = getattr(request, "precision", "strict")
+        defaults = CppOptions() if target == "cpp" else TritonOptions.for_precision(precision)
         header = read_header(request.previous_code)
         options, applied = defaults, ""
         if header.get("target") == target and request.kind in ("optimise", "fix"):
@@ -104,10 +112,6 @@ class BuiltinGenerator:
             options = dataclasses.replace(defaults, **{k: v for k, v in
                                                        header.get("options", {}).items()
                                                        if k in known})
-        precision = getattr(request, "precision", "strict")
-        if target == "triton" and precision in ("tf32", "bf16", "fp16") and \
-                request.kind == "initial":
-            options = dataclasses.replace(options, dot="tf32")   # the policy allows tensor cores
         if request.kind == "optimise":
             options, applied = apply_action(options, parse_action(request.instruction))
         elif request.kind == "fix":

@@ -1,0 +1,334 @@
+"""Triton kernels for one fused group, in the style of Triton's tutorials 02 and 05.
+
+* A group without reductions is one flat kernel: each program owns BLOCK_SIZE consecutive
+  output elements (a 1-D grid, the tail masked); operands that broadcast are read at the
+  coordinates they vary along.
+* A group with reductions runs one program per kept element (a "row"). When the reduced
+  elements fit in one block (BLOCK_SIZE = next_power_of_2(length) <= MAX_ROW_BLOCK), the row is
+  read once into registers and every pass works on it there (ROW_IN_REGISTERS); otherwise each
+  pass loops over the row BLOCK_SIZE elements at a time and a final loop writes the outputs.
+  The launcher picks the mode and scales num_warps with the block.
+"""
+from __future__ import annotations
+
+from .candidate import base_shape, output_shape
+from .elementwise import Formulas
+from .ir import Node
+from .kernel import KernelPlan
+from .partition import Region
+
+MAX_ROW_BLOCK = 16384             # fp32 elements of one row a program keeps in registers
+AUTOTUNE_CONFIGS = [(256, 2), (1024, 4), (4096, 8)]      # flat kernels: (BLOCK_SIZE, num_warps)
+AUTOTUNE_WARPS = [4, 8, 16]                              # row kernels: num_warps only
+
+
+def distinct(names: list[str]) -> list[str]:
+    """The names, a numeric suffix added to any that repeats an earlier one."""
+    seen, out = set(), []
+    for n in names:
+        name, k = n, 2
+        while name in seen:
+            name, k = f"{n}_{k}", k + 1
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+def row_warps(block: str) -> str:
+    """num_warps for a row program of `block` elements: 4 up to 2048, 8 up to 8192, then 16."""
+    return f"4 if {block} <= 2048 else (8 if {block} <= 8192 else 16)"
+
+
+class TritonGroupKernel:
+    """One @triton.jit kernel for a fused group; `launcher()` writes its Python wrapper."""
+
+    def __init__(self, plan: KernelPlan, options):
+        self.plan, self.o = plan, options
+        self.f = Formulas("triton")
+        self.lines: list[str] = []
+        self.depth = 1
+        self.loaded: dict = {}
+        self.done: set = set()        # members already computed in the current scope
+        self.flat = ""
+        out_names = ["out_ptr"] if len(plan.outputs) == 1 else \
+            [f"{o.name}_out_ptr" for o in plan.outputs]
+        names = distinct([f"{n.name}_ptr" for n in plan.inputs] + out_names)
+        self.ptr = dict(zip(plan.inputs, names))
+        self.out_ptr = dict(zip(plan.outputs, names[len(plan.inputs):]))
+
+    def emit(self, line: str = "") -> None:
+        self.lines.append("    " * self.depth + line)
+
+    # -- indices -------------------------------------------------------------------------------
+    def coordinates(self, regions: list[Region], flat: str) -> None:
+        """Split a flat index into one coordinate per region (row-major)."""
+        rest = flat
+        for r in reversed(regions[1:]):
+            self.emit(f"{r.name} = {rest} % {r.size_name}")
+            rest = f"{rest} // {r.size_name}"
+        self.emit(f"{regions[0].name} = {rest}")
+
+    @staticmethod
+    def horner(regions: list[Region]) -> str:
+        expr = ""
+        for r in regions:
+            expr = r.name if not expr else f"({expr}) * {r.size_name} + {r.name}"
+        return expr or "0"
+
+    def load(self, node: Node, user: Node, k: int, mask: str) -> str:
+        pattern = self.plan.group.uses[(user, k)]
+        key = (node, pattern)
+        if key not in self.loaded:
+            name = node.name if not any(n is node for n, _ in self.loaded) else \
+                f"{node.name}_{len(self.loaded)}"
+            regions = self.plan.index_regions(pattern)
+            index = self.flat if regions == self.plan.regions and self.flat else \
+                self.horner(regions)
+            if self.flat or any(r.reduced for r in regions):
+                self.emit(f"{name} = tl.load({self.ptr[node]} + {index}, mask={mask}, "
+                          "other=0.0)")
+            else:    # varies only with this program's kept coordinates: one scalar
+                self.emit(f"{name} = tl.load({self.ptr[node]} + {index})")
+            self.loaded[key] = name
+        return self.loaded[key]
+
+    def value(self, node, user: Node | None = None, k: int = 0, mask: str = "mask") -> str:
+        if not isinstance(node, Node):
+            return self.f.lit(node)
+        src = self.plan.source(node)
+        if src in self.plan.group.member_set or not src.is_tensor:
+            return src.name
+        return self.load(src, user, k, mask)
+
+    def compute(self, nodes: list[Node], mask: str = "mask") -> None:
+        for m in nodes:
+            if m in self.done:
+                continue
+            self.done.add(m)
+            if m.op == "scan":
+                v = self.value(m.args[0], m, 0, mask)
+                # in float64, as torch's cumsum accumulates on the CPU
+                self.emit(f"{m.name}_terms = tl.where({mask}, {v}, 0.0).to(tl.float64)")
+                self.emit(f"{m.name} = (tl.cumsum({m.name}_terms, axis=0) + {m.name}_carry)"
+                          ".to(tl.float32)")
+                self.emit(f"{m.name}_carry += tl.sum({m.name}_terms, axis=0)")
+                continue
+            args = [self.value(a, m, k, mask) for k, a in enumerate(m.args)]
+            attrs = dict(m.attrs)
+            if m.fn == "pow" and isinstance(m.args[1], (int, float)):
+                attrs["exponent_value"] = m.args[1]
+            self.emit(f"{m.name} = {self.f.formula(m.fn, args, attrs)}")
+
+    # -- kernels -------------------------------------------------------------------------------
+    def params(self) -> list[str]:
+        p = self.plan
+        extra = ["ROW_IN_REGISTERS: tl.constexpr"] if p.reduce else []
+        return [self.ptr[n] for n in p.inputs] + [self.out_ptr[o] for o in p.outputs] + \
+            [s.name for s in p.scalars] + [r.size_name for r in p.regions] + \
+            ["BLOCK_SIZE: tl.constexpr"] + extra
+
+    def write(self) -> str:
+        p = self.plan
+        head = ["@triton.jit", f"def {p.name}({', '.join(self.params())}):"]
+        head += [f"    # {line}" for line in p.story()]
+        if not p.reduce:
+            self.write_flat()
+        else:
+            self.write_rows()
+        tail = []
+        if self.o.autotune:
+            if p.reduce:
+                configs = ", ".join(f"triton.Config({{}}, num_warps={w})" for w in AUTOTUNE_WARPS)
+            else:
+                configs = ",\n        ".join(f"triton.Config({{'BLOCK_SIZE': {b}}}, "
+                                             f"num_warps={w})" for b, w in AUTOTUNE_CONFIGS)
+            tail = ["", "", "# The autotuner times each configuration on the GPU the first time a "
+                    "shape is seen;", "# under the CPU interpreter the launcher passes one "
+                    "configuration instead.", "if torch.cuda.is_available():",
+                    f"    {p.name} = triton.autotune(configs=[\n        {configs},\n    ], "
+                    f"key={[r.size_name for r in p.regions]!r})({p.name})"]
+        return "\n".join(head + self.lines + tail)
+
+    def write_flat(self) -> None:
+        p = self.plan
+        total = " * ".join(r.size_name for r in p.regions)
+        self.emit("pid = tl.program_id(0)")
+        self.emit("offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)")
+        self.emit(f"mask = offsets < {total}")
+        self.flat = "offsets"
+        if any(p.index_regions(key) != p.regions for key in p.group.uses.values()):
+            self.emit("# coordinates along the dims some operands broadcast over")
+            self.coordinates(p.regions, "offsets")
+        self.compute(p.element_values(p.full_outputs()))
+        for o in p.full_outputs():
+            self.emit(f"tl.store({self.out_ptr[o]} + offsets, {self.value(o)}, mask=mask)")
+
+    def write_rows(self) -> None:
+        p = self.plan
+        kept = [r for r in p.regions if not r.reduced]
+        self.emit("program = tl.program_id(0)      # one program per kept element (a row)")
+        if kept:
+            self.coordinates(kept, "program")
+        reduce_total = " * ".join(r.size_name for r in p.reduce)
+        self.emit(f"reduce_count = {reduce_total}")
+        self.emit("if ROW_IN_REGISTERS:")
+        self.depth += 1
+        self.emit("# the whole row fits in one block: read it once, keep it in registers")
+        self.write_passes(looped=False)
+        self.depth -= 1
+        self.emit("else:")
+        self.depth += 1
+        self.emit("# a long row: every pass loops over it BLOCK_SIZE elements at a time")
+        self.write_passes(looped=True)
+        self.depth -= 1
+
+    def write_passes(self, looped: bool) -> None:
+        p = self.plan
+        self.loaded, self.done = {}, set()
+        if not looped:
+            self.block_indices("0")
+        for number, reductions in enumerate(p.passes):
+            self.emit(f"# pass {number + 1}: " + ", ".join(f"{r.fn} ({r.name})"
+                                                          for r in reductions))
+            values = p.element_values([r.args[0] for r in reductions])
+            if looped:
+                for r in reductions:
+                    init = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")',
+                            "min": 'float("inf")', "first_index": "2**62"}[r.fn]
+                    dtype = "tl.int64" if r.fn == "first_index" else "tl.float32"
+                    self.emit(f"{r.name}_acc = tl.full([BLOCK_SIZE], {init}, {dtype})")
+                self.open_reduce_loop()
+                self.compute(values, mask="in_range")
+                for r in reductions:
+                    self.combine(r)
+                self.close_reduce_loop()
+                for r in reductions:
+                    self.finish(r, f"{r.name}_acc")
+            else:
+                self.compute(values, mask="in_range")
+                for r in reductions:
+                    self.finish(r, self.masked(r))
+            self.switch_scope()
+            self.compute([m for m in p.element_values(
+                [a for n in p.kept_after[number] for a in n.node_args()], kept_scope=True)
+                if m not in p.kept_after[number]], mask="True")
+            self.compute(p.kept_after[number], mask="True")
+            self.switch_scope()
+        for o in p.kept_outputs():
+            self.emit(f"tl.store({self.out_ptr[o]} + program, {self.value(o)})")
+        if p.full_outputs():
+            self.emit("# write the full-size outputs")
+            if p.group.scan is not None:
+                self.emit(f"{p.group.scan.name}_carry = tl.zeros([], tl.float64)")
+            if looped:
+                self.open_reduce_loop()
+            self.compute(p.element_values(p.full_outputs()), mask="in_range")
+            index = self.horner(p.regions)
+            for o in p.full_outputs():
+                self.emit(f"tl.store({self.out_ptr[o]} + {index}, {self.value(o)}, "
+                          "mask=in_range)")
+            if looped:
+                self.close_reduce_loop()
+
+    def block_indices(self, start: str) -> None:
+        total = " * ".join(r.size_name for r in self.plan.reduce)
+        self.emit(f"r = {start} + tl.arange(0, BLOCK_SIZE)" if start != "0" else
+                  "r = tl.arange(0, BLOCK_SIZE)")
+        self.emit(f"in_range = r < {total}")
+        self.coordinates(self.plan.reduce, "r")
+
+    def open_reduce_loop(self) -> None:
+        total = " * ".join(r.size_name for r in self.plan.reduce)
+        self.loaded, self.done = {}, {m for m in self.done if self.plan.space(m) == "kept"}
+        self.emit(f"for start in range(0, {total}, BLOCK_SIZE):")
+        self.depth += 1
+        self.block_indices("start")
+
+    def close_reduce_loop(self) -> None:
+        self.depth -= 1
+        self.loaded, self.done = {}, {m for m in self.done if self.plan.space(m) == "kept"}
+
+    def switch_scope(self) -> None:
+        """Between per-element and per-row code: values of external operands only ("free")
+        are recomputed in the new scope, as a vector or as one number per row."""
+        self.done = {m for m in self.done if self.plan.space(m) != "free"}
+
+    def masked(self, r: Node) -> str:
+        """The reduction's input over this block, the lanes past the row's end neutral."""
+        v = self.value(r.args[0], r, 0, "in_range")
+        if r.fn in ("sum", "mean"):
+            return f"tl.where(in_range, {v}, 0.0)"
+        if r.fn == "first_index":    # the first index where x hits the max
+            return f"tl.where(in_range & ({v} != 0.0), r.to(tl.int64), 2**62)"
+        other = 'float("-inf")' if r.fn == "max" else 'float("inf")'
+        return f"tl.where(in_range, {v}, {other})"
+
+    def combine(self, r: Node) -> None:
+        acc = f"{r.name}_acc"
+        if r.fn in ("sum", "mean"):
+            self.emit(f"{acc} += {self.masked(r)}")
+        else:
+            fn = {"max": "maximum", "min": "minimum", "first_index": "minimum"}[r.fn]
+            self.emit(f"{acc} = tl.{fn}({acc}, {self.masked(r)})")
+
+    def finish(self, r: Node, acc: str) -> None:
+        self.done.add(r)
+        if r.fn == "mean":
+            correction = r.attrs.get("correction") or 0
+            divisor = f"(reduce_count - {correction})" if correction else "reduce_count"
+            self.emit(f"{r.name} = tl.sum({acc}, axis=0) / {divisor}")
+        elif r.fn == "sum":
+            self.emit(f"{r.name} = tl.sum({acc}, axis=0)")
+        elif r.fn == "first_index":
+            self.emit(f"{r.name} = tl.min({acc}, axis=0)")
+        else:
+            self.emit(f"{r.name} = tl.{r.fn}({acc}, axis=0)")
+
+    # -- the Python wrapper ----------------------------------------------------------------------
+    def launcher(self, name: str) -> list[str]:
+        kp, o = self.plan, self.o
+        g = kp.group
+        args = [n.name for n in kp.inputs] + [s.name for s in kp.scalars]
+        lines = [f"def {name}({', '.join(args)}):",
+                 f'    """Launches {kp.name}: {kp.story()[0].lower().rstrip(".")}."""']
+        for n in kp.inputs:
+            lines.append(f"    {n.name} = {n.name}.contiguous()")
+        lines.append(f"    shape = {base_shape(g)}")
+        names = [r.size_name for r in kp.regions]
+        exprs = [r.expr for r in kp.regions]
+        lines.append(f"    {', '.join(names)} = {', '.join(exprs)}")
+        device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
+        for out in kp.outputs:
+            lines.append(f"    {out.name} = torch.empty({output_shape(g, out)}, "
+                         f"dtype={out.dtype}, device={device})")
+        call = [n.name for n in kp.inputs] + [x.name for x in kp.outputs] + \
+            [s.name for s in kp.scalars] + names
+        if kp.reduce:
+            kept = " * ".join(r.size_name for r in kp.regions if not r.reduced) or "1"
+            reduced = " * ".join(r.size_name for r in kp.reduce)
+            lines += [f"    # one program per row; the row in registers when it fits in "
+                      f"{MAX_ROW_BLOCK} elements",
+                      f"    row_block = triton.next_power_of_2({reduced})",
+                      f"    in_registers = row_block <= {MAX_ROW_BLOCK}",
+                      f"    block = row_block if in_registers else {o.block_size}",
+                      f"    grid = ({kept},)"]
+            fixed = "BLOCK_SIZE=block, ROW_IN_REGISTERS=in_registers"
+            if o.autotune:
+                lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
+                             f"{{'num_warps': {o.num_warps}}}")
+                lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, **tuning)")
+            else:
+                lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, "
+                             f"num_warps={row_warps('block')})")
+        else:
+            total = " * ".join(names)
+            lines.append(f"    grid = lambda meta: (triton.cdiv({total}, meta['BLOCK_SIZE']),)")
+            if o.autotune:
+                lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
+                             f"{{'BLOCK_SIZE': {o.block_size}, 'num_warps': {o.num_warps}}}")
+                lines.append(f"    {kp.name}[grid]({', '.join(call)}, **tuning)")
+            else:
+                lines.append(f"    {kp.name}[grid]({', '.join(call)}, "
+                             f"BLOCK_SIZE={o.block_size}, num_warps={o.num_warps})")
+        lines.append(f"    return {', '.join(x.name for x in kp.outputs)}")
+        return lines
