@@ -265,3 +265,19 @@ def test_a_row_that_fits_is_read_once_and_long_rows_loop():
     assert "4 if block <= 2048 else (8 if block <= 8192 else 16)" in code
     registers = code.split("if ROW_IN_REGISTERS:")[1].split("else:")[0]
     assert registers.count("tl.load(") == 1 and "for start" not in registers
+
+
+def test_analyst_moves_a_tl_sum_product_to_tl_dot_in_ieee_precision(tmp_path):
+    ref, first = generate("linear_gelu", "triton")
+    ref, summed = generate("linear_gelu", "triton", kind="optimise", previous_code=first.code,
+                           instruction='action: {"kind": "matmul", "value": "kernel", '
+                                       '"dot": "fma"}')
+    assert "acc + tl.sum(a[:, :, None]" in summed.code
+    result = judge(ref, summed, "triton", tmp_path)
+    assert result.state == CORRECT, result.message
+    recommendation = BuiltinAnalyst().analyse(AnalysisRequest(
+        ref, "triton", summed.code, result, profile_summary(result), []))
+    assert recommendation.action == {"kind": "matmul", "value": "kernel", "dot": "ieee"}
+    _, dotted = generate("linear_gelu", "triton", kind="optimise", previous_code=summed.code,
+                         instruction=recommendation.text)
+    assert 'tl.dot(a, b, acc, input_precision="ieee")' in dotted.code
