@@ -15,7 +15,9 @@ def problem_path(name: str) -> Path:
 
 
 def candidate_source(name: str) -> str:
-    return (CANDIDATES / f"{name}.py").read_text()
+    """A test candidate, or else a shipped example of that name (e.g. metal_softmax)."""
+    path = CANDIDATES / f"{name}.py"
+    return (path if path.exists() else EXAMPLES / f"{name}.py").read_text()
 
 
 def load_problem(name: str):
