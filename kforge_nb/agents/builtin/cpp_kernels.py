@@ -459,7 +459,7 @@ def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> st
     if needs_lanes:
         head += ["// Lanes (consecutive elements of a kept innermost dim) each task owns.",
                  f"constexpr int64_t LANE_BLOCK = {options.lane_block};", ""]
-    order = ["simd_function", "where", "vsqrt", "vexp", "vlog", "vlog1p", "vsoftplus", "vtanh",
-             "vsigmoid", "verf"]
+    order = ["simd_function", "where", "vsqrt", "vexp", "vlog_unit", "vlog", "vlog1p",
+             "vsoftplus", "vtanh", "vsigmoid", "verf"]
     body = [CPP_HELPERS[h].strip("\n") + "\n" for h in order if h in helpers]
     return "\n".join(head + body + ["\n\n".join(kernels)]) + "\n"

@@ -53,48 +53,9 @@ SIMD_FUNCTION float vexp(float x) {
     return exp_inline(x);
 }
 """,
-    "vlog": r"""
-// log(x) without a libm call: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), a Cephes polynomial
-// for log(m), then e*ln2 added in two parts. Zero, negative, infinite and NaN inputs by selects.
-SIMD_FUNCTION float vlog(float x) {
-    const int32_t bits = __builtin_bit_cast(int32_t, x);
-    float e = (float)(((bits >> 23) & 0xff) - 126);
-    float m = __builtin_bit_cast(float, (bits & 0x007fffff) | 0x3f000000);   // in [0.5, 1)
-    const bool small = m < 0.707106781186547524f;
-    e = small ? e - 1.0f : e;
-    m = small ? m + m - 1.0f : m - 1.0f;
-    const float z = m * m;
-    float p = 7.0376836292e-2f;
-    p = std::fma(p, m, -1.1514610310e-1f);
-    p = std::fma(p, m, 1.1676998740e-1f);
-    p = std::fma(p, m, -1.2420140846e-1f);
-    p = std::fma(p, m, 1.4249322787e-1f);
-    p = std::fma(p, m, -1.6668057665e-1f);
-    p = std::fma(p, m, 2.0000714765e-1f);
-    p = std::fma(p, m, -2.4999993993e-1f);
-    p = std::fma(p, m, 3.3333331174e-1f);
-    float y = p * m * z;
-    y = std::fma(e, -2.12194440e-4f, y);
-    y = std::fma(z, -0.5f, y);
-    y = m + y;
-    y = std::fma(e, 0.693359375f, y);
-    y = x == 0.0f ? -INFINITY : y;
-    y = x < 0.0f ? NAN : y;
-    y = x == INFINITY ? INFINITY : y;
-    return x != x ? x : y;
-}
-""",
-    "vsqrt": r"""
-// sqrt(x): std::sqrt may set errno for x < 0, which stops GCC from vectorising a loop that
-// calls it inline; as a declare-simd function it becomes one vsqrtps per 16 values.
-SIMD_FUNCTION float vsqrt(float x) {
-    return std::sqrt(x);
-}
-""",
-    "vsoftplus": r"""
-// softplus(x) = log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)): the exp cannot
-// overflow and the log's argument stays in [1, 2], so no special cases (and no selects that
-// would turn into branches) are needed. vlog_unit is vlog's polynomial without special cases.
+    "vlog_unit": r"""
+// log(u) for finite u > 0 without a libm call: u = m * 2^e with m in [sqrt(1/2), sqrt(2)), a
+// Cephes polynomial for log(m), then e*ln2 added in two parts.
 SIMD_FUNCTION float vlog_unit(float u) {
     const int32_t bits = __builtin_bit_cast(int32_t, u);
     float e = (float)(((bits >> 23) & 0xff) - 126);
@@ -119,7 +80,28 @@ SIMD_FUNCTION float vlog_unit(float u) {
     y = m + y;
     return std::fma(e, 0.693359375f, y);
 }
-
+""",
+    "vlog": r"""
+// log(x): vlog_unit, with zero, negative, infinite and NaN inputs handled by selects.
+SIMD_FUNCTION float vlog(float x) {
+    float y = vlog_unit(x);
+    y = x == 0.0f ? -INFINITY : y;
+    y = x < 0.0f ? NAN : y;
+    y = x == INFINITY ? INFINITY : y;
+    return x != x ? x : y;
+}
+""",
+    "vsqrt": r"""
+// sqrt(x): std::sqrt may set errno for x < 0, which stops GCC from vectorising a loop that
+// calls it inline; as a declare-simd function it becomes one vsqrtps per 16 values.
+SIMD_FUNCTION float vsqrt(float x) {
+    return std::sqrt(x);
+}
+""",
+    "vsoftplus": r"""
+// softplus(x) = log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)): the exp cannot
+// overflow and the log's argument stays in [1, 2], so no special cases (and no selects that
+// would turn into branches) are needed.
 SIMD_FUNCTION float vsoftplus(float x) {
     const float positive = x > 0.0f ? x : 0.0f;
     return positive + vlog_unit(1.0f + vexp(-std::fabs(x)));
@@ -159,8 +141,16 @@ SIMD_FUNCTION float verf(float x) {
 }
 """,
 }
-HELPER_DEPENDS = {"vlog1p": ["vlog"], "vtanh": ["vexp"], "vsigmoid": ["vexp"], "verf": ["vexp"],
-                  "vsoftplus": ["vexp"]}
+HELPER_DEPENDS = {"vlog1p": ["vlog"], "vlog": ["vlog_unit"], "vtanh": ["vexp"],
+                  "vsigmoid": ["vexp"], "verf": ["vexp"], "vsoftplus": ["vexp", "vlog_unit"]}
+
+
+def with_dependencies(helper: str) -> list[str]:
+    """The helper and everything it calls, transitively."""
+    out = [helper]
+    for dep in HELPER_DEPENDS.get(helper, []):
+        out += with_dependencies(dep)
+    return out
 
 
 def c_float(value) -> str:
@@ -213,8 +203,7 @@ class Formulas:
         if self.lang == "cpp" and name in ("exp", "log", "log1p", "tanh", "sigmoid", "erf",
                                            "softplus", "sqrt"):
             helper = "v" + name
-            self.used.update([helper, "simd_function"])
-            self.used.update(HELPER_DEPENDS.get(helper, []))
+            self.used.update([*with_dependencies(helper), "simd_function"])
             return f"{helper}({x})"
         if name == "sigmoid":
             return f"(1.0f / (1.0f + std::exp(-{x})))"
