@@ -107,6 +107,8 @@ class Result:
         t = self.timing
         if self.state == CORRECT and t.candidate_ms is not None:
             parts = [f"candidate {t.candidate_ms:.4g} ms"]
+            if not t.real:   # no speedups from a time that is not a performance figure
+                return f"{line}\n  {parts[0]} ({t.note})"
             if t.eager_ms is not None:
                 parts.append(f"eager {t.eager_ms:.4g} ms ({t.speedup_vs_eager:.2f}x)")
             if t.compile_ms is not None:
