@@ -48,23 +48,8 @@ def lowered_ops(plan: Plan) -> list[str]:
 
 def launcher_lines(kp: KernelPlan, call: str, launcher: str) -> list[str]:
     """The Python wrapper around one kernel: contiguous inputs, sizes, outputs, the call."""
-    g = kp.group
-    args = [n.name for n in kp.inputs] + [s.name for s in kp.scalars]
-    lines = [f"def {launcher}({', '.join(args)}):",
-             f'    """Runs {kp.name}: {kp.story()[0].lower().rstrip(".")}."""']
-    for n in kp.inputs:
-        lines.append(f"    {n.name} = {n.name}.contiguous()")
-    lines.append(f"    shape = {cand.base_shape(g)}")
+    lines = cand.launcher_prologue(kp, launcher, "Runs")
     names = [r.size_name for r in kp.regions]
-    exprs = [r.expr for r in kp.regions]
-    if len(names) == 1:
-        lines.append(f"    {names[0]} = {exprs[0]}")
-    else:
-        lines.append(f"    {', '.join(names)} = {', '.join(exprs)}")
-    device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
-    for o in kp.outputs:
-        lines.append(f"    {o.name} = torch.empty({cand.output_shape(g, o)}, "
-                     f"dtype={o.dtype}, device={device})")
     call_args = [n.name for n in kp.inputs] + [o.name for o in kp.outputs] + \
         [f"float({s.name})" for s in kp.scalars] + names
     lines.append(f"    {call}({', '.join(call_args)})")

@@ -136,3 +136,19 @@ def model_class(init_text: str | None, forward_args: list[str], body: list[str])
     lines.append(f"    def forward(self{''.join(', ' + a for a in forward_args)}):")
     lines += ["        " + l for l in body]
     return "\n".join(lines)
+
+
+def launcher_prologue(kp, launcher: str, verb: str) -> list[str]:
+    """The start of a kernel's Python wrapper, the same for every target: signature, contiguous
+    inputs, the size of each region (`kp.regions`' size names) and the outputs allocated."""
+    args = [n.name for n in kp.inputs] + [s.name for s in kp.scalars]
+    lines = [f"def {launcher}({', '.join(args)}):",
+             f'    """{verb} {kp.name}: {kp.story()[0].lower().rstrip(".")}."""']
+    lines += [f"    {n.name} = {n.name}.contiguous()" for n in kp.inputs]
+    lines.append(f"    shape = {base_shape(kp.group)}")
+    lines.append(f"    {', '.join(r.size_name for r in kp.regions)} = "
+                 f"{', '.join(r.expr for r in kp.regions)}")
+    device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
+    lines += [f"    {o.name} = torch.empty({output_shape(kp.group, o)}, dtype={o.dtype}, "
+              f"device={device})" for o in kp.outputs]
+    return lines

@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from .candidate import base_shape, output_shape
+from .candidate import launcher_prologue
 from .elementwise import Formulas
 from .ir import Node
 from .kernel import KernelPlan
@@ -287,20 +287,8 @@ class TritonGroupKernel:
     # -- the Python wrapper ----------------------------------------------------------------------
     def launcher(self, name: str) -> list[str]:
         kp, o = self.plan, self.o
-        g = kp.group
-        args = [n.name for n in kp.inputs] + [s.name for s in kp.scalars]
-        lines = [f"def {name}({', '.join(args)}):",
-                 f'    """Launches {kp.name}: {kp.story()[0].lower().rstrip(".")}."""']
-        for n in kp.inputs:
-            lines.append(f"    {n.name} = {n.name}.contiguous()")
-        lines.append(f"    shape = {base_shape(g)}")
+        lines = launcher_prologue(kp, name, "Launches")
         names = [r.size_name for r in kp.regions]
-        exprs = [r.expr for r in kp.regions]
-        lines.append(f"    {', '.join(names)} = {', '.join(exprs)}")
-        device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
-        for out in kp.outputs:
-            lines.append(f"    {out.name} = torch.empty({output_shape(g, out)}, "
-                         f"dtype={out.dtype}, device={device})")
         call = [n.name for n in kp.inputs] + [x.name for x in kp.outputs] + \
             [s.name for s in kp.scalars] + names
         if kp.reduce:
