@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # The execution states of evaluation.md, in the order a candidate can reach them.
 GENERATION_FAILURE = "generation_failure"  # no usable code in the response
@@ -53,6 +53,11 @@ class Timing:
     speedup_vs_compile: float | None = None
     repeats: int = 0
     rechecked: bool = False            # a >10x speedup was timed again
+    # schema 2: the speedup is the median of paired ratios, reference and candidate timed in
+    # alternating blocks over rotating input sets; compile_ms is a cached display
+    speedup_spread: float | None = None     # (p75 - p25) / median of the paired ratios
+    rounds: int = 0                    # alternating blocks per side
+    input_sets: int = 0                # distinct input sets the timed calls rotated over
 
 
 @dataclass
@@ -80,6 +85,9 @@ class Result:
     profile: dict = field(default_factory=dict)        # candidate/reference kernel events, trace paths
     artifacts: str | None = None                       # folder holding this evaluation's files
     elapsed_s: float | None = None
+    # where the candidate ran: {"enabled", "env", "network", "filesystem", "processes"}, each
+    # saying what this host allowed (see evaluator/sandbox.py)
+    sandbox: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.state not in STATES:
@@ -97,8 +105,9 @@ class Result:
         data = {k: v for k, v in data.items() if k != "schema_version"}
         parts = {"correctness": Correctness, "timing": Timing, "roofline": Roofline}
         for key, kind in parts.items():
-            if isinstance(data.get(key), dict):
-                data[key] = kind(**data[key])
+            if isinstance(data.get(key), dict):   # fields of schema 1 and 2 alike
+                known = {f.name for f in dataclasses.fields(kind)}
+                data[key] = kind(**{k: v for k, v in data[key].items() if k in known})
         return cls(**data)
 
     def summary(self) -> str:
@@ -110,9 +119,12 @@ class Result:
             if not t.real:   # no speedups from a time that is not a performance figure
                 return f"{line}\n  {parts[0]} ({t.note})"
             if t.eager_ms is not None:
-                parts.append(f"eager {t.eager_ms:.4g} ms ({t.speedup_vs_eager:.2f}x)")
+                spread = f", spread {t.speedup_spread:.0%}" if t.speedup_spread is not None else ""
+                parts.append(f"eager {t.eager_ms:.4g} ms ({t.speedup_vs_eager:.2f}x side by "
+                             f"side{spread})")
             if t.compile_ms is not None:
-                parts.append(f"torch.compile {t.compile_ms:.4g} ms ({t.speedup_vs_compile:.2f}x)")
+                parts.append(f"torch.compile {t.compile_ms:.4g} ms cached "
+                             f"({t.speedup_vs_compile:.2f}x)")
             line += "\n  " + ", ".join(parts)
             if not t.real:
                 line += f"\n  ({t.note})"

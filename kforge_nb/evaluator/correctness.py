@@ -39,21 +39,26 @@ def describe(trial: dict) -> str:
     return ", ".join(parts)
 
 
-def check_trials(ref_trials: list[dict], cand_trials: list[dict], policy: str) -> tuple[bool, str, Correctness]:
-    """Every trial must match; report the first failure in full, or the worst pass."""
-    report = Correctness(trials=len(ref_trials))
-    judged = [t for t in ref_trials if "skipped" not in t]
-    for ref, cand in zip(judged, cand_trials):
-        for i, (before, after) in enumerate(zip(ref["inputs"], cand["inputs_after"])):
-            if isinstance(before, torch.Tensor) and not torch.equal(before, after):
-                report.failed_check = describe(ref)
-                return False, f"input {i} was modified in place ({describe(ref)})", report
-        ok, message = compare_outputs(ref["outputs"], cand["outputs"], policy, report)
-        if not ok:
-            report.failed_check = describe(ref)
-            return False, f"{message} ({describe(ref)})", report
-        report.passed_trials += 1
-    return True, f"matches the reference on {report.passed_trials} trials", report
+def check_trial(trial: dict, ref_inputs: list, ref_outputs: list, inputs_after: list,
+                outputs: list, policy: str, report: Correctness) -> tuple[bool, str]:
+    """One trial: inputs untouched, then every output within tolerance."""
+    for i, (before, after) in enumerate(zip(ref_inputs, inputs_after)):
+        if isinstance(before, torch.Tensor) and not tensors_equal(before, after):
+            report.failed_check = describe(trial)
+            return False, f"input {i} was modified in place ({describe(trial)})"
+    ok, message = compare_outputs(ref_outputs, outputs, policy, report)
+    if not ok:
+        report.failed_check = describe(trial)
+        return False, f"{message} ({describe(trial)})"
+    report.passed_trials += 1
+    return True, ""
+
+
+def tensors_equal(a: torch.Tensor, b) -> bool:
+    if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    fa, fb = a.reshape(-1), b.to(a.device).reshape(-1)
+    return all(torch.equal(fa[i:i + CHUNK], fb[i:i + CHUNK]) for i in range(0, fa.numel(), CHUNK))
 
 
 def compare_outputs(refs: list, cands: list, policy: str, report: Correctness) -> tuple[bool, str]:
@@ -66,36 +71,52 @@ def compare_outputs(refs: list, cands: list, policy: str, report: Correctness) -
             return False, f"{name} has shape {tuple(c.shape)}, expected {tuple(r.shape)}"
         if c.dtype != r.dtype:
             return False, f"{name} has dtype {c.dtype}, expected {r.dtype}"
-        ok, message = compare_values(r, c, policy, report)
+        ok, message = compare_values(r, c.to(r.device), policy, report)
         if not ok:
             return False, f"{name}: {message}"
     return True, ""
 
 
+# Elements compared at a time: float64 temporaries of a chunk stay well under a GiB, whatever
+# the output's size (KernelBench level 1 has 1.6 G-element outputs).
+CHUNK = 1 << 24
+
+
+def chunks(r: torch.Tensor, c: torch.Tensor):
+    fr, fc = r.reshape(-1), c.reshape(-1)
+    for start in range(0, fr.numel(), CHUNK):
+        yield start, fr[start:start + CHUNK].double(), fc[start:start + CHUNK].double()
+
+
 def compare_values(r: torch.Tensor, c: torch.Tensor, policy: str, report: Correctness) -> tuple[bool, str]:
     atol, rtol, rel_norm_tol = tolerance(r.dtype, policy)
     report.tolerance = {"atol": atol, "rtol": rtol, "rel_norm": rel_norm_tol, "policy": policy}
-    if not (r.is_floating_point() or r.is_complex()):
-        bad = c != r
-        fill_errors(report, r.double(), c.double(), bad)
-        return (not bad.any().item()), f"{int(bad.sum())} of {r.numel()} values differ"
-
-    r64, c64 = r.double(), c.double()
-    same_nonfinite = (r64.isnan() & c64.isnan()) | (r64.isinf() & (r64 == c64))
-    diff = (c64 - r64).abs().masked_fill(same_nonfinite, 0.0)
-    diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
-    finite_ref = r64[~same_nonfinite]
-    scale = max(1.0, finite_ref.pow(2).mean().sqrt().item()) if finite_ref.numel() else 1.0
+    exact = not (r.is_floating_point() or r.is_complex())
+    if exact:
+        atol = rtol = 0.0
+    # pass 1: the reference's RMS over its finite values (the absolute tolerance's scale)
+    sum_sq, count = 0.0, 0
+    for _, r64, _ in chunks(r, r):
+        finite = r64[r64.isfinite()]
+        sum_sq += float(finite.pow(2).sum())
+        count += finite.numel()
+    scale = 1.0 if exact or not count else max(1.0, (sum_sq / count) ** 0.5)
     report.tolerance["atol_scaled"] = atol * scale
-    bad = diff > atol * scale + rtol * r64.abs().masked_fill(same_nonfinite, 0.0)
-    fill_errors(report, r64, c64, bad, diff)
-
-    finite = ~same_nonfinite
-    ref_norm = r64[finite].norm().item() if finite.any() else 0.0
-    err_norm = diff[finite].norm().item() if finite.any() else 0.0
+    # pass 2: errors, chunk by chunk
+    acc = ErrorAccumulator(r.shape)
+    for start, r64, c64 in chunks(r, c):
+        same_nonfinite = (r64.isnan() & c64.isnan()) | (r64.isinf() & (r64 == c64))
+        diff = (c64 - r64).abs().masked_fill(same_nonfinite, 0.0)
+        diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
+        bad = diff > atol * scale + rtol * r64.abs().masked_fill(same_nonfinite, 0.0)
+        acc.add(start, r64, c64, diff, bad, ~same_nonfinite)
+    acc.fill(report)
+    if exact:
+        return acc.bad == 0, f"{acc.bad} of {r.numel()} values differ"
+    ref_norm, err_norm = acc.ref_sq ** 0.5, acc.err_sq ** 0.5
     rel_norm = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
     report.rel_norm_error = max(report.rel_norm_error or 0.0, rel_norm)
-    if bad.any():
+    if acc.bad:
         return False, (f"{report.mismatch_fraction:.2%} of values outside atol={atol * scale:.3g}, "
                        f"rtol={rtol:g}; max abs error {report.max_abs_error:.3g}")
     if rel_norm > rel_norm_tol:
@@ -104,34 +125,64 @@ def compare_values(r: torch.Tensor, c: torch.Tensor, policy: str, report: Correc
     return True, ""
 
 
-def fill_errors(report: Correctness, r: torch.Tensor, c: torch.Tensor, bad: torch.Tensor,
-                diff: torch.Tensor | None = None) -> None:
-    diff = (c - r).abs() if diff is None else diff
-    if diff.numel() == 0:
-        return
-    rel = diff / r.abs().clamp_min(1e-12)
-    report.max_abs_error = max(report.max_abs_error or 0.0, float(diff.max()))
-    report.max_rel_error = max(report.max_rel_error or 0.0, float(rel.max()))
-    report.mismatch_fraction = float(bad.double().mean())
-    if bad.any():
-        flat = diff.flatten()
-        worst = torch.topk(flat, min(5, flat.numel())).indices
-        report.worst = [{"index": list(map(int, torch.unravel_index(i, diff.shape))) if diff.dim() else [],
-                         "got": float(c.flatten()[i]), "expected": float(r.flatten()[i])}
-                        for i in worst]
-        report.error_map = error_map(diff)
+class ErrorAccumulator:
+    """Error statistics gathered chunk by chunk: maxima, counts, norms, the worst elements and
+    a max-pooled map of |c - r| (at most 64x64 over rows x last dimension, or 64 bins)."""
 
+    def __init__(self, shape: torch.Size, size: int = 64):
+        self.shape, self.numel = shape, max(1, int(torch.Size(shape).numel()))
+        self.cols = shape[-1] if len(shape) >= 2 else self.numel
+        self.rows = self.numel // max(1, self.cols)
+        self.row_bins = min(size, self.rows) if len(shape) >= 2 else 1
+        self.col_bins = min(size, self.cols)
+        self.map = None
+        self.max_abs = self.max_rel = 0.0
+        self.bad = 0
+        self.ref_sq = self.err_sq = 0.0
+        self.worst: list[tuple[float, int, float, float]] = []
 
-def error_map(diff: torch.Tensor, size: int = 64) -> dict:
-    """|c - r| max-pooled to at most size×size (2-D) or size bins (1-D), for a heat map."""
-    d = diff.float()
-    d = torch.where(d.isinf(), torch.full_like(d, float(d[~d.isinf()].max()) if (~d.isinf()).any() else 1.0), d)
-    if d.dim() == 0:
-        d = d.reshape(1)
-    if d.dim() == 1:
-        pooled = torch.nn.functional.adaptive_max_pool1d(d[None, None], min(size, d.numel()))[0, 0]
-        return {"kind": "1d", "values": pooled.tolist(), "shape": list(diff.shape)}
-    d2 = d.reshape(-1, d.shape[-1])
-    pooled = torch.nn.functional.adaptive_max_pool2d(
-        d2[None, None], (min(size, d2.shape[0]), min(size, d2.shape[1])))[0, 0]
-    return {"kind": "2d", "values": pooled.tolist(), "shape": list(diff.shape)}
+    def add(self, start, r64, c64, diff, bad, finite) -> None:
+        if not diff.numel():
+            return
+        self.max_abs = max(self.max_abs, float(diff.max()))
+        self.max_rel = max(self.max_rel, float((diff / r64.abs().clamp_min(1e-12)).max()))
+        self.bad += int(bad.sum())
+        self.ref_sq += float(r64[finite].pow(2).sum())
+        self.err_sq += float(diff[finite].pow(2).sum())
+        if bad.any():
+            k = min(5, diff.numel())
+            values, index = torch.topk(diff, k)
+            self.worst += [(float(v), start + int(i), float(c64[i]), float(r64[i]))
+                           for v, i in zip(values, index)]
+            self.worst = sorted(self.worst, key=lambda w: -w[0])[:5]
+        self.pool(start, diff)
+
+    def pool(self, start: int, diff: torch.Tensor) -> None:
+        index = torch.arange(start, start + diff.numel(), device=diff.device)
+        row, col = index // self.cols, index % self.cols
+        bins = (row * self.row_bins // max(1, self.rows)) * self.col_bins + \
+            col * self.col_bins // self.cols
+        d = diff.float()
+        if self.map is None:
+            self.map = torch.zeros(self.row_bins * self.col_bins, device=diff.device)
+        self.map.scatter_reduce_(0, bins, d, reduce="amax")
+
+    def fill(self, report: Correctness) -> None:
+        report.max_abs_error = max(report.max_abs_error or 0.0, self.max_abs)
+        report.max_rel_error = max(report.max_rel_error or 0.0, self.max_rel)
+        report.mismatch_fraction = self.bad / self.numel
+        if not self.bad:
+            return
+        shape = list(self.shape)
+        report.worst = [{"index": list(map(int, torch.unravel_index(torch.tensor(i), shape)))
+                         if shape else [], "got": got, "expected": expected}
+                        for _, i, got, expected in self.worst]
+        values = self.map.cpu()
+        finite = values[values.isfinite()]
+        values = torch.where(values.isinf(), torch.full_like(values, float(finite.max())
+                                                             if finite.numel() else 1.0), values)
+        if len(shape) >= 2:
+            report.error_map = {"kind": "2d", "shape": shape,
+                                "values": values.reshape(self.row_bins, self.col_bins).tolist()}
+        else:
+            report.error_map = {"kind": "1d", "shape": shape, "values": values.tolist()}

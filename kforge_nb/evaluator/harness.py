@@ -88,9 +88,19 @@ def redistribute(inputs: list, distribution: str) -> list:
     return out
 
 
-def trial_inputs(module, trial: dict) -> list:
+def trial_inputs(module, trial: dict, device: str = "cpu") -> list:
+    """A trial's inputs, drawn from its seed directly on `device`: both workers draw the same
+    values, and nothing the size of an input passes through host memory or a file."""
     torch.manual_seed(trial["seed"])
-    inputs = list(module.get_inputs())
+    try:
+        with torch.device(device):
+            inputs = list(module.get_inputs())
+    except Exception:
+        if device == "cpu":
+            raise
+        torch.manual_seed(trial["seed"])       # get_inputs that insists on host tensors
+        inputs = list(module.get_inputs())
+    inputs = to_device(inputs, device)
     inputs = redistribute(inputs, trial.get("distribution", "given"))
     if trial.get("batch") == "auto":   # another batch size: half plus one, or 2 for a batch of 1
         batch = next((x.shape[0] for x in inputs if isinstance(x, torch.Tensor) and x.dim()), 1)
@@ -100,45 +110,52 @@ def trial_inputs(module, trial: dict) -> list:
     return inputs
 
 
+def fresh_copies(inputs: list) -> list:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def tensor_bytes(values) -> int:
+    return int(sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor)))
+
+
 # --- timing -------------------------------------------------------------------------------------
 
 
-def time_callable(fn, device: str, min_repeats: int = 10, max_repeats: int = 100,
-                  budget_s: float = 1.0) -> dict:
-    """Median of many timed calls after warm-up; the L2 cache is flushed between GPU calls."""
-    for _ in range(3):
-        fn()
-    synchronize(device)
+def time_calls(call, n_sets: int, calls: int, device: str) -> dict:
+    """Time `calls` calls of `call(j)`, rotating over `n_sets` input sets (fresh tensors at
+    fresh addresses, so nothing keyed on an address or a value is ever served twice in a row).
+    GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop,
+    which work hidden on other streams cannot escape. CPU: the monotonic clock."""
     samples = []
     if device == "cuda":
         flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
-        start_wall = perf_counter_ns()
-        while len(samples) < max_repeats and (
-                len(samples) < min_repeats or perf_counter_ns() - start_wall < budget_s * 1e9):
+        for k in range(calls):
             flush.zero_()
             start, end = CudaEvent(enable_timing=True), CudaEvent(enable_timing=True)
             event_record(start)
-            fn()
+            call(k % n_sets)
             event_record(end)
             cuda_synchronize()
             samples.append(event_elapsed(start, end))
-        # Work hidden on other streams escapes the events; a wall-clock loop does not.
-        n = 20
         begin = perf_counter_ns()
-        for _ in range(n):
-            fn()
+        for k in range(calls):
+            call(k % n_sets)
         cuda_synchronize()
-        wall_ms = (perf_counter_ns() - begin) / n / 1e6
-    else:
-        start_wall = perf_counter_ns()
-        while len(samples) < max_repeats and (
-                len(samples) < min_repeats or perf_counter_ns() - start_wall < budget_s * 1e9):
-            begin = perf_counter_ns()
-            fn()
-            synchronize(device)
-            samples.append((perf_counter_ns() - begin) / 1e6)
-        wall_ms = None
-    return summarise(samples, wall_ms)
+        return {"samples": samples, "wall_ms": (perf_counter_ns() - begin) / calls / 1e6}
+    for k in range(calls):
+        begin = perf_counter_ns()
+        call(k % n_sets)
+        synchronize(device)
+        samples.append((perf_counter_ns() - begin) / 1e6)
+    return {"samples": samples, "wall_ms": None}
+
+
+def time_callable(fn, device: str, calls: int = 20) -> dict:
+    """A plain median (the cached baselines shown beside the paired measurement)."""
+    fn()
+    synchronize(device)
+    timed = time_calls(lambda _: fn(), 1, calls, device)
+    return summarise(timed["samples"], timed["wall_ms"])
 
 
 def summarise(samples: list[float], wall_ms: float | None) -> dict:

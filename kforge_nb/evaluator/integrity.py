@@ -31,26 +31,30 @@ def resolve(path: str):
     return obj
 
 
-def snapshot() -> dict[str, object]:
+def snapshot(extra: dict[str, tuple[object, str]] | None = None) -> dict[str, tuple]:
+    """The guarded functions as they are now, plus `extra`: name -> (holder, attribute), e.g.
+    the problem's get_inputs, which the candidate worker calls to draw each trial's inputs."""
     taken = {}
     for path in GUARDED:
         try:
-            taken[path] = resolve(path)
+            taken[path] = (None, path, resolve(path))
         except (AttributeError, ImportError):
             continue
+    for name, (holder, attribute) in (extra or {}).items():
+        taken[name] = (holder, attribute, getattr(holder, attribute))
     return taken
 
 
-def changed(before: dict[str, object]) -> list[str]:
+def changed(before: dict[str, tuple]) -> list[str]:
     """Names whose object is no longer the one seen before the candidate was imported."""
     out = []
-    for path, original in before.items():
+    for name, (holder, attribute, original) in before.items():
         try:
-            now = resolve(path)
+            now = resolve(attribute) if holder is None else getattr(holder, attribute)
         except (AttributeError, ImportError):
-            out.append(path)
+            out.append(name)
             continue
         if now is not original:
-            out.append(path)
+            out.append(name)
     return out
 

@@ -25,9 +25,12 @@ class Zygote:
 
     def __init__(self):
         from ..targets.triton import TritonTarget
+        from .sandbox import without_credentials
         # Triton reads TRITON_INTERPRET when it is imported, and the zygote imports it (through
-        # torch._dynamo), so the interpreter must be chosen here, for every worker.
-        env = {**os.environ, **TritonTarget().worker_env()}
+        # torch._dynamo), so the interpreter must be chosen here, for every worker. No
+        # credential enters it: a forked worker could read its start-up environment from
+        # /proc/self/environ whatever os.environ says later.
+        env = without_credentials({**os.environ, **TritonTarget().worker_env()})
         self.sock, theirs = socket.socketpair()
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys, socket; from kforge_nb.evaluator.zygote import "
@@ -59,10 +62,10 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def fork(self, function: str, job: dict) -> tuple[int, Connection]:
+    def fork(self, function: str, job: dict, log_fd: int) -> tuple[int, Connection]:
         ours, theirs = socket.socketpair()
         with self.lock:
-            send_message(self.sock, (function, job), [theirs.fileno()])
+            send_message(self.sock, (function, job), [theirs.fileno(), log_fd])
             theirs.close()
             pid = self.pids.get(timeout=120)
         if pid is None:
@@ -84,8 +87,9 @@ def zygote() -> Zygote:
 
 
 class WorkerFailure(Exception):
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, log_tail: str = ""):
         self.kind = kind            # "crash", "timeout", "out_of_memory", "exit"
+        self.log_tail = log_tail    # the end of the worker's log: what it said last
         super().__init__(message)
 
 
@@ -96,20 +100,82 @@ def signal_name(code: int) -> str:
         return f"signal {code}"
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident memory of a process and its descendants (compilers included), from /proc."""
-    total = 0
-    try:
-        pids = [pid] + [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
-    except OSError:
-        return 0
-    for p in pids:
+def descendants(pid: int) -> list[int]:
+    """A process and all its descendants (compilers, a sandbox's init and worker), from /proc."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
         except OSError:
             pass
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident anonymous memory of a process tree: what it allocated, not the files it maps."""
+    total = 0
+    for p in descendants(pid):
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                fields = f.read().split()
+            total += (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError):
+            pass
     return total
+
+
+class LogSink:
+    """Reads a worker's stdout/stderr from a pipe into its log file, capped: the first
+    `head` bytes and the last `tail` bytes are kept, what lies between is counted."""
+
+    def __init__(self, path: str, head: int = 1 << 20, tail: int = 1 << 20):
+        self.path, self.head, self.tail = path, head, tail
+        self.read_fd, self.write_fd = os.pipe()
+        self.kept_tail = bytearray()
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._pump, daemon=True, name="kforge-log")
+        self.thread.start()
+
+    def _pump(self) -> None:
+        written = 0
+        with open(self.path, "ab") as log:
+            while True:
+                try:
+                    chunk = os.read(self.read_fd, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                if written < self.head:
+                    part = chunk[:self.head - written]
+                    log.write(part)
+                    log.flush()
+                    written += len(part)
+                    chunk = chunk[len(part):]
+                self.kept_tail += chunk
+                if len(self.kept_tail) > self.tail:
+                    self.dropped += len(self.kept_tail) - self.tail
+                    del self.kept_tail[:len(self.kept_tail) - self.tail]
+            if self.dropped:
+                log.write(f"\n[... {self.dropped} bytes of output dropped: the log keeps the "
+                          f"first {self.head} and the last {self.tail} bytes ...]\n".encode())
+            log.write(bytes(self.kept_tail))
+        os.close(self.read_fd)
+
+    def close(self, wait_s: float = 5.0) -> None:
+        """Wait for the writers to be gone (end of file) and the log to be complete."""
+        self.thread.join(wait_s)
+
+    def text_tail(self, chars: int = 1500) -> str:
+        self.close(2.0)
+        try:
+            text = open(self.path, errors="replace").read()[-chars:].strip()
+        except OSError:
+            return "(no log)"
+        return text or "(empty)"
 
 
 class Worker:
@@ -117,7 +183,11 @@ class Worker:
 
     def __init__(self, function: str, job: dict, timeout_s: float, memory_bytes: int):
         self.server = zygote()
-        self.pid, self.conn = self.server.fork(function, job)
+        self.log = LogSink(job["log"])
+        try:
+            self.pid, self.conn = self.server.fork(function, job, self.log.write_fd)
+        finally:
+            os.close(self.log.write_fd)   # the worker holds the only write end now
         self.deadline = time.monotonic() + timeout_s
         self.timeout_s, self.memory_bytes = timeout_s, memory_bytes
         self.peak_rss = 0
@@ -137,9 +207,9 @@ class Worker:
             if code is not None and (eof or not self.conn.poll(0)):
                 if code < 0:
                     raise WorkerFailure("crash", f"the worker process was killed by "
-                                        f"{signal_name(-code)}")
+                                        f"{signal_name(-code)}", self.log.text_tail())
                 raise WorkerFailure("exit", f"the worker process exited with code {code} "
-                                    "before reporting")
+                                    "before reporting", self.log.text_tail())
             if eof:
                 time.sleep(0.02)
             rss = rss_bytes(self.pid)
@@ -147,11 +217,12 @@ class Worker:
             if rss > self.memory_bytes:
                 self.kill()
                 raise WorkerFailure("out_of_memory", f"the worker used {rss / 2**30:.2f} GiB of "
-                                    f"memory, over the {self.memory_bytes / 2**30:.2f} GiB limit")
+                                    f"memory, over the {self.memory_bytes / 2**30:.2f} GiB limit",
+                                    self.log.text_tail())
             if time.monotonic() > self.deadline:
                 self.kill()
                 raise WorkerFailure("timeout", f"no answer within {self.timeout_s:g} s "
-                                    "(an infinite loop or a hang?)")
+                                    "(an infinite loop or a hang?)", self.log.text_tail())
 
     def extend(self, seconds: float) -> None:
         self.deadline = max(self.deadline, time.monotonic() + seconds)
@@ -183,6 +254,7 @@ class Worker:
         if self.alive():
             self.kill()
         self.conn.close()
+        self.log.close()
 
 
 def default_memory_limit() -> int:

@@ -1,41 +1,31 @@
-"""The two child processes of an evaluation. Nothing here decides a verdict.
+"""The two child processes of an evaluation. Neither decides a verdict; the parent does.
 
-* The reference worker runs the user's `Model`: it draws every trial's inputs, computes the
-  reference outputs and weights, and times the eager and torch.compile baselines.
-* The candidate worker runs the candidate: it loads the reference's weights and inputs from a
-  file, writes the candidate's outputs (and the inputs as they were left) to a file, and on
-  request times and profiles it. The parent compares the files.
+* The judge runs the user's `Model` and never candidate code. For each trial it draws the
+  inputs from the trial's seed on the device, computes the reference outputs, and compares the
+  candidate's outputs (and its inputs as the candidate left them) with them, on the device, a
+  chunk at a time. It times the reference, block by block, interleaved with the candidate.
+* The candidate worker runs in the sandbox. It draws the same inputs from the same seeds (the
+  problem's `get_inputs` is loaded before the candidate, and guarded), runs the candidate under
+  the audit of what it dispatched and launched, and streams its outputs to a file for the judge.
 
-Both are forked from a server process that has already imported torch, so each evaluation pays
-a fork, not an interpreter start. Messages to the parent are plain dicts over a pipe.
+Both are forked from a server that has already imported torch. Commands and replies are plain
+tuples and dicts over a pipe; the parent drives both, one step at a time.
 """
 from __future__ import annotations
 
 import os
-import sys
 import traceback
 
 import torch
 import torch._dynamo  # noqa: F401  (the profiler and torch.compile import it: ~1 s, paid once
 #                     in the fork server; it also rewraps torch.manual_seed, before any snapshot)
 
-from . import harness, integrity
-
-
-def redirect_output(log_path: str) -> None:
-    """Send this process's stdout/stderr (and its compilers') to the log file."""
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+from . import audit, correctness, harness, integrity, transfer
+from ..result import Correctness
 
 
 def start(job: dict) -> None:
-    os.setsid()  # own process group: the parent can kill compilers we start along with us
     os.environ.update(job.get("env", {}))
-    redirect_output(job["log"])
     # cuDNN convolutions default to TF32 on NVIDIA GPUs. The reference is the truth and is
     # always computed in full fp32; a candidate gets TF32 only when the policy says so.
     tf32 = job.get("precision", "strict") != "strict"
@@ -56,6 +46,8 @@ def error_report(exc: BaseException, filename: str, source: str) -> dict:
         frames = in_file(cause) or frames
     report = {"type": type(exc).__name__, "text": str(exc)[:4000],
               "traceback": "".join(traceback.format_exception(exc, limit=-8))[-6000:]}
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        report["kind"] = "gpu_out_of_memory"
     if frames:
         report["line"], report["source_line"] = frames[-1].lineno, frames[-1].line
     log = getattr(exc, "log", None)
@@ -69,71 +61,182 @@ def error_report(exc: BaseException, filename: str, source: str) -> dict:
     return report
 
 
-# --- reference ----------------------------------------------------------------------------------
+def load_problem(job: dict):
+    return harness.load_module(job["problem_source"], job["problem_label"], "kforge_reference")
+
+
+def build(cls, problem, job: dict, device: str):
+    """`cls` built with the problem's constructor arguments, drawn from the same seed."""
+    torch.manual_seed(job["init_seed"])
+    init_inputs = list(problem.get_init_inputs())
+    torch.manual_seed(job["init_seed"])
+    return cls(*init_inputs).to(device)
+
+
+# --- the judge (reference) ----------------------------------------------------------------------
 
 
 def reference_main(conn, job: dict) -> None:
     start(job)
     device = job["device"]
     try:
-        module = harness.load_module(job["source"], job["label"], "kforge_reference")
-        torch.manual_seed(job["init_seed"])
-        init_inputs = list(module.get_init_inputs())
-        model = module.Model(*init_inputs).to(device)
+        module = load_problem(job)
+        fits = size_check(module, job)
+        if fits:
+            conn.send({"problem_error": {"type": "TooLarge", "text": fits}})
+            return
+        model = build(module.Model, module, job, device)
     except BaseException as exc:
-        conn.send({"problem_error": error_report(exc, job["label"], job["source"])})
+        conn.send({"problem_error": error_report(exc, job["problem_label"], job["problem_source"])})
         return
+    harness.save_tensors(job["weights"], {k: v.detach().cpu() for k, v in
+                                          model.state_dict().items()})
+    conn.send({"ready": True, "has_weights": bool(model.state_dict())})
+    Judge(conn, job, module, model, device).serve()
 
-    trials = []
-    for trial in job["trials"]:
+
+def size_check(module, job: dict) -> str:
+    """Before allocating: will one set of inputs, outputs and weights fit, twice (the
+    reference's and the candidate's)? Sizes come from running the problem on fake tensors."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    device = job["device"]
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            torch.manual_seed(0)
+            model = module.Model(*module.get_init_inputs())
+            inputs = list(module.get_inputs())
+            outputs = harness.as_tensor_list(model(*inputs))
+            params = list(model.parameters()) + list(model.buffers())
+    except Exception:
+        return ""      # a model fake tensors cannot run: find out for real
+    sizes = [harness.tensor_bytes(x) for x in (inputs, outputs, params)]
+    need = 2 * sum(sizes)
+    if device == "cuda":
+        have, where = torch.cuda.mem_get_info()[1] * 0.9, f"the GPU ({torch.cuda.get_device_name()})"
+    else:
+        have, where = min(available_memory(), job["memory_bytes"]), "this host's memory"
+    if need <= have:
+        return ""
+    gib = lambda n: f"{n / 2**30:.1f} GiB"  # noqa: E731
+    return (f"this problem needs about {gib(need)} on {device} (inputs {gib(sizes[0])}, outputs "
+            f"{gib(sizes[1])}, weights {gib(sizes[2])}; the reference and the candidate each "
+            f"hold one set) but {where} offers {gib(have)}: nothing was allocated. Reduce the "
+            "sizes in get_inputs()/get_init_inputs(), or run it on a larger machine.")
+
+
+def available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 1 << 62
+
+
+class Judge:
+    """The judge's command loop. It holds one trial (or the timing input sets) at a time."""
+
+    def __init__(self, conn, job, module, model, device):
+        self.conn, self.job, self.module, self.model, self.device = conn, job, module, model, device
+        self.trial = None         # (trial, inputs, outputs) of the trial being judged
+        self.sets: list = []      # timing input sets
+        self.report = Correctness()
+
+    def serve(self) -> None:
+        while True:
+            command, *args = self.conn.recv()
+            if command == "stop":
+                return
+            self.conn.send(getattr(self, command)(*args))
+
+    def forward(self, inputs: list) -> list:
+        with torch.no_grad():
+            outputs = harness.as_tensor_list(self.model(*inputs))
+        harness.synchronize(self.device)
+        return outputs
+
+    def prepare(self, index: int, trial: dict) -> dict:
+        self.trial = None
         try:
-            inputs = harness.trial_inputs(module, trial)
-            with torch.no_grad():
-                outputs = harness.as_tensor_list(model(*harness.to_device(inputs, device)))
-            harness.synchronize(device)
+            inputs = harness.trial_inputs(self.module, trial, self.device)
+            outputs = self.forward(harness.fresh_copies(inputs))
         except BaseException as exc:
             if trial.get("batch"):   # the module does not allow another batch size: skip it
-                trials.append({**trial, "skipped": f"reference rejects batch {trial['batch']}: {exc}"})
-                continue
-            conn.send({"problem_error": error_report(exc, job["label"], job["source"])})
-            return
-        trials.append({**trial, "inputs": [x.cpu() if isinstance(x, torch.Tensor) else x
-                                           for x in inputs],
-                       "outputs": [o.detach().cpu() for o in outputs]})
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    harness.save_tensors(job["data"], {"init_inputs": init_inputs, "state_dict": state,
-                                       "trials": trials})
+                return {"skipped": f"reference rejects batch {trial['batch']}: {exc}"}
+            return {"problem_error": error_report(exc, self.job["problem_label"],
+                                                  self.job["problem_source"])}
+        self.trial = (trial, inputs, outputs)
+        self.report.trials = index + 1
+        reply = {"prepared": trial}
+        if index == 0:
+            reply["summary"] = {
+                "flops": count_flops(self.model, inputs), "min_bytes": min_bytes(self.model, inputs, outputs),
+                "input_bytes": harness.tensor_bytes(inputs),
+                "output_shapes": [list(o.shape) for o in outputs],
+                "output_dtypes": [str(o.dtype) for o in outputs]}
+        return reply
 
-    first = harness.to_device(trials[0]["inputs"], device)
-    summary = {"flops": count_flops(model, first), "min_bytes": min_bytes(model, trials[0]),
-               "output_shapes": [list(o.shape) for o in trials[0]["outputs"]],
-               "output_dtypes": [str(o.dtype) for o in trials[0]["outputs"]],
-               "skipped": [t["skipped"] for t in trials if "skipped" in t]}
-    with torch.no_grad():
-        if "eager" in job["baselines"]:
-            summary["eager"] = harness.time_callable(lambda: model(*first), device)
-            summary["events"] = harness.profile_callable(lambda: model(*first), device,
-                                                         job["trace"])
-        if "compile" in job["baselines"]:
-            summary["compile"] = time_compiled(model, first, device)
-    conn.send({"done": summary})
+    def check(self, path: str) -> dict:
+        trial, inputs, outputs = self.trial
+        data = transfer.read_tensors(path, self.device)
+        os.unlink(path)
+        n = len(inputs)
+        ok, text = correctness.check_trial(trial, inputs, outputs, data[:n], data[n:],
+                                           self.job["precision"], self.report)
+        self.trial = None
+        return {"ok": ok, "text": text, "report": self.report.__dict__}
+
+    # -- timing, interleaved with the candidate's ---------------------------------------------
+    def prepare_timing(self, trials: list[dict]) -> dict:
+        self.sets = [harness.trial_inputs(self.module, t, self.device) for t in trials]
+        self.forward(self.sets[0])            # warm
+        return {"sets": len(self.sets)}
+
+    def time(self, calls: int) -> dict:
+        with torch.no_grad():
+            return harness.time_calls(lambda j: self.model(*self.sets[j]), len(self.sets), calls,
+                                      self.device)
+
+    def check_sample(self, index: int, path: str) -> dict:
+        """A timed call's output, against the reference on the same input set."""
+        outputs = self.forward(self.sets[index])
+        data = transfer.read_tensors(path, self.device)
+        os.unlink(path)
+        report = Correctness()
+        ok, text = correctness.compare_outputs(outputs, data, self.job["precision"], report)
+        return {"ok": ok, "text": text}
+
+    def profile(self, trace: str) -> dict:
+        with torch.no_grad():
+            events = harness.profile_callable(lambda: self.model(*self.sets[0]), self.device,
+                                              trace)
+        return {"events": events}
+
+    def baselines(self) -> dict:
+        """Eager and torch.compile timed together: a display, cached per problem."""
+        inputs = self.sets[0]
+        with torch.no_grad():
+            out = {"eager": harness.time_callable(lambda: self.model(*inputs), self.device)}
+            out["compile"] = time_compiled(self.model, inputs, self.device)
+        return out
 
 
 def count_flops(model, inputs) -> int | None:
     try:
         from torch.utils.flop_counter import FlopCounterMode
         with FlopCounterMode(display=False) as counter, torch.no_grad():
-            model(*inputs)
+            model(*harness.fresh_copies(inputs))
         return int(counter.get_total_flops())
     except Exception:
         return None
 
 
-def min_bytes(model, trial: dict) -> int:
+def min_bytes(model, inputs, outputs) -> int:
     """Each input, parameter and buffer read once, each output written once."""
-    tensors = [x for x in trial["inputs"] if isinstance(x, torch.Tensor)] + trial["outputs"]
-    tensors += list(model.parameters()) + list(model.buffers())
-    return int(sum(t.numel() * t.element_size() for t in tensors))
+    return harness.tensor_bytes(list(inputs) + list(outputs) + list(model.parameters())
+                                + list(model.buffers()))
 
 
 def time_compiled(model, inputs, device) -> dict:
@@ -145,18 +248,19 @@ def time_compiled(model, inputs, device) -> dict:
         return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
-# --- candidate ----------------------------------------------------------------------------------
+# --- the candidate ------------------------------------------------------------------------------
 
 
 def candidate_main(conn, job: dict) -> None:
     start(job)
-    before = integrity.snapshot()
-    # Read before the candidate is imported; a compile-only job has no reference data.
-    reference = None if job["compile_only"] else harness.torch_load(job["data"],
-                                                                    weights_only=False)
-    device, filename, source = job["device"], job["filename"], job["source"]
+    filename, source = job["filename"], job["source"]
     from ..targets import get_target
     target = get_target(job["target"])
+    problem = load_problem(job) if job.get("problem_source") else None
+    audit.count_launches()
+    guarded = {"get_inputs": (problem, "get_inputs"),
+               "get_init_inputs": (problem, "get_init_inputs")} if problem else {}
+    before = integrity.snapshot(guarded)
 
     def fail(exc: BaseException, phase: str) -> None:
         state = "compile_failure" if target.is_compile_error(exc) else "runtime_error"
@@ -168,50 +272,97 @@ def candidate_main(conn, job: dict) -> None:
         module = harness.load_module(source, filename, "kforge_candidate")
     except BaseException as exc:
         return fail(exc, "build")
+    conn.send({"built": True, "sandbox": job.get("sandbox_report")})
     if job["compile_only"]:
-        return conn.send({"compiled": True})
-
+        return
+    command, weights_path = conn.recv()
+    if command != "construct":
+        return
+    device = job["device"]
     try:
         cls = getattr(module, "ModelNew", None) or getattr(module, "NewModel")
-        torch.manual_seed(job["init_seed"])
-        model = cls(*reference["init_inputs"]).to(device)
-        weights = load_weights(model, reference["state_dict"], device)
+        model = build(cls, problem, job, device)
+        weights = load_weights(model, harness.torch_load(weights_path, weights_only=True), device)
     except BaseException as exc:
         return fail(exc, "construct")
-
     poison_allocator(device)
-    results = []
-    for i, trial in enumerate(reference["trials"]):
-        if "skipped" in trial:
-            continue
-        try:
-            inputs = harness.to_device([x.clone() if isinstance(x, torch.Tensor) else x
-                                        for x in trial["inputs"]], device)
-            with torch.no_grad():
-                outputs = harness.as_tensor_list(model(*inputs))
-            harness.synchronize(device)
-        except BaseException as exc:
-            return fail(exc, f"trial {i}")
-        results.append({"outputs": [o.detach().cpu() for o in outputs],
-                        "inputs_after": [x.cpu() if isinstance(x, torch.Tensor) else x
-                                         for x in inputs]})
-    harness.save_tensors(job["outputs"], results)
-    conn.send({"outputs": job["outputs"], "weights": weights,
-               "tampered": integrity.changed(before)})
+    conn.send({"constructed": True, "weights": weights, "tampered": integrity.changed(before)})
+    Candidate(conn, job, problem, model, device, before, fail).serve()
 
-    first = harness.to_device([x.clone() if isinstance(x, torch.Tensor) else x
-                               for x in reference["trials"][0]["inputs"]], device)
-    while True:
-        command = conn.recv()
-        with torch.no_grad():
-            if command == "time":
-                timing = harness.time_callable(lambda: model(*first), device, **job["timing"])
-                conn.send({"timing": timing, "tampered": integrity.changed(before)})
-            elif command == "profile":
-                events = harness.profile_callable(lambda: model(*first), device, job["trace"])
-                conn.send({"events": events, "tampered": integrity.changed(before)})
-            else:
+
+class Candidate:
+    """The candidate worker's command loop: trials under audit, timing blocks, samples."""
+
+    def __init__(self, conn, job, problem, model, device, before, fail):
+        self.conn, self.job, self.problem, self.model, self.device = conn, job, problem, model, device
+        self.before, self.fail = before, fail
+        self.sets: list = []
+        self.allowed = frozenset(job.get("allowed_ops") or ())
+
+    def serve(self) -> None:
+        while True:
+            command, *args = self.conn.recv()
+            if command == "stop":
                 return
+            try:
+                reply = getattr(self, command)(*args)
+            except BaseException as exc:
+                return self.fail(exc, f"{command} {args[0] if args else ''}".strip())
+            reply["tampered"] = integrity.changed(self.before)
+            self.conn.send(reply)
+
+    def audited_forward(self, inputs: list) -> tuple[list, dict]:
+        launches = audit.Counter(audit.LAUNCHES)
+        watch = audit.Audit(self.job["filename"], self.allowed)
+        with torch.no_grad(), watch:
+            value = self.model(*inputs)
+        harness.synchronize(self.device)
+        return value, audit.report(watch, launches)
+
+    def trial(self, index: int, trial: dict, path: str) -> dict:
+        inputs = harness.trial_inputs(self.problem, trial, self.device)
+        value, seen = self.audited_forward(inputs)
+        outputs, odd = plain_outputs(value)
+        if odd:
+            return {"odd_output": odd, "audit": seen}
+        transfer.write_tensors(path, list(inputs) + outputs)
+        return {"written": path, "audit": seen}
+
+    def prepare_timing(self, trials: list[dict]) -> dict:
+        self.sets = [harness.trial_inputs(self.problem, t, self.device) for t in trials]
+        with torch.no_grad():
+            self.model(*self.sets[0])        # warm
+        return {"sets": len(self.sets)}
+
+    def time(self, calls: int) -> dict:
+        with torch.no_grad():
+            return harness.time_calls(lambda j: self.model(*self.sets[j]), len(self.sets), calls,
+                                      self.device)
+
+    def sample(self, index: int, path: str) -> dict:
+        value, seen = self.audited_forward(self.sets[index])
+        outputs, odd = plain_outputs(value)
+        if odd:
+            return {"odd_output": odd, "audit": seen}
+        transfer.write_tensors(path, outputs)
+        return {"written": path, "audit": seen}
+
+    def profile(self, trace: str) -> dict:
+        with torch.no_grad():
+            events = harness.profile_callable(lambda: self.model(*self.sets[0]), self.device,
+                                              trace)
+        return {"events": events}
+
+
+def plain_outputs(value) -> tuple[list, str]:
+    """The forward's tensors, or why they are not plain tensors (a subclass can lie about its
+    values when compared; it is not an answer)."""
+    outputs = harness.as_tensor_list(value)
+    for k, o in enumerate(outputs):
+        if type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
+            return outputs, f"output {k} is a {type(o).__module__}.{type(o).__name__}, " \
+                            "not a plain torch.Tensor"
+    return outputs, ""
 
 
 def load_weights(model, state: dict, device: str) -> str:

@@ -4,8 +4,9 @@ Why not multiprocessing's forkserver: it re-runs the caller's `__main__` in ever
 breaks scripts without a `__main__` guard and costs time. This one knows nothing of the caller.
 
 Protocol over a Unix socket (the parent holds the other end):
-  parent -> zygote: pickled (function name, job) with one file descriptor attached: the
-                    child's end of a fresh pipe to the parent
+  parent -> zygote: pickled (function name, job) with two file descriptors attached: the
+                    child's end of a fresh connection to the parent, and the write end of
+                    the pipe its stdout/stderr go to (the parent caps and keeps the log)
   zygote -> parent: ("pid", pid) once forked; ("exit", pid, status) when a child ends
 The zygote exits when the parent closes the socket.
 """
@@ -45,7 +46,7 @@ def recv_message(sock: socket.socket, with_fds: bool = False):
     child's exit and the next pid) arrive together, and the second must not be dropped."""
     fds: list[int] = []
     if with_fds:
-        chunk, fds, _, _ = socket.recv_fds(sock, 4, 4)
+        chunk, fds, _, _ = socket.recv_fds(sock, 4, 8)
     else:
         chunk = sock.recv(4)
     if not chunk:
@@ -55,12 +56,24 @@ def recv_message(sock: socket.socket, with_fds: bool = False):
     return (obj, fds) if with_fds else obj
 
 
-def run_child(function: str, job: dict, fd: int) -> None:
-    from multiprocessing.connection import Connection
-    from . import workers
+def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
+    """The worker: its own process group, output to the parent's log pipe, the sandbox."""
+    from . import sandbox
+    os.setsid()  # own process group: the parent can kill compilers we start along with us
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    spec = job.get("sandbox") or {}
+    report = sandbox.enter_namespaces(spec) if spec else {}
+    if str(report.get("processes", "")).startswith("isolated"):
+        become_init(conn_fd)
     code = 0
     try:
-        getattr(workers, function)(Connection(fd), job)
+        if spec:
+            job["sandbox_report"] = sandbox.finish(spec, report)
+        from multiprocessing.connection import Connection
+        from . import workers
+        getattr(workers, function)(Connection(conn_fd), job)
     except BaseException:  # the parent reads the log and the exit status
         import traceback
         traceback.print_exc()
@@ -69,6 +82,48 @@ def run_child(function: str, job: dict, fd: int) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def become_init(conn_fd: int) -> None:
+    """In a new PID namespace: fork PID 1 (a tiny init that reaps) and the worker under it.
+
+    The first process stays outside as the parent's handle and exits the way the worker did;
+    when PID 1 exits the kernel kills everything left in the namespace, so nothing the
+    candidate started outlives it. Returns only in the worker."""
+    status_r, status_w = os.pipe()
+    if os.fork():                                   # outside: mirror the worker's end
+        os.close(conn_fd)
+        os.close(status_w)
+        os.wait()
+        data = os.read(status_r, 64)
+        mirror(int(data) if data else 1 << 8)
+    worker = os.fork()
+    if worker:                                      # PID 1: reap until the worker ends
+        os.close(conn_fd)
+        os.close(status_r)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        status = 1 << 8
+        while True:
+            try:
+                pid, wait_status = os.wait()
+            except ChildProcessError:
+                break
+            if pid == worker:
+                status = wait_status
+                break
+        os.write(status_w, str(status).encode())
+        os._exit(0)
+    os.close(status_r)
+    os.close(status_w)
+
+
+def mirror(status: int) -> None:
+    """Exit as a process with wait status `status` did (same code, or same signal)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code & 0xFF)
 
 
 def serve(sock: socket.socket) -> None:
@@ -88,8 +143,9 @@ def serve(sock: socket.socket) -> None:
             pid = os.fork()
             if pid == 0:
                 sock.close()
-                run_child(function, job, fds[0])
-            os.close(fds[0])
+                run_child(function, job, fds[0], fds[1])
+            for fd in fds:
+                os.close(fd)
             children.add(pid)
             send_message(sock, ("pid", pid))
         for pid in list(children):

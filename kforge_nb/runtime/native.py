@@ -143,6 +143,10 @@ def parse_signatures(source: str) -> dict[str, tuple[str, list[Param]]]:
     return functions
 
 
+def on_call() -> None:
+    """Called before each native call; the evaluator's worker counts launches through it."""
+
+
 class NativeFunction:
     """A Python callable over one `extern "C"` function; checks every tensor it is handed."""
 
@@ -160,6 +164,7 @@ class NativeFunction:
             names = ", ".join(p.name for p in self.user_params)
             raise TypeError(f"{self.name}() takes {len(self.user_params)} arguments "
                             f"({names}), got {len(args)}")
+        on_call()
         values, given = [], iter(args)
         for p in self.params:
             if p.kind == "stream":
