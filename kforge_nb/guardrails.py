@@ -38,18 +38,6 @@ class Source:
         return next((n for n in self.tree.body
                      if isinstance(n, ast.ClassDef) and n.name in CANDIDATE_CLASSES), None)
 
-    def native_modules(self) -> set[str]:
-        """Names bound only to a built kernel library (`kernels = cpp.load(src)`): calling
-        `kernels.relu(...)` runs the candidate's own kernel, not a torch op."""
-        loaded = [t.id for n in ast.walk(self.tree) if isinstance(n, ast.Assign)
-                  and is_kernel_loader(n.value) for t in n.targets if isinstance(t, ast.Name)]
-        bindings = [n.id for n in ast.walk(self.tree)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-        bindings += [n.arg for n in ast.walk(self.tree) if isinstance(n, ast.arg)]
-        bindings += [(a.asname or a.name).split(".")[0] for n in ast.walk(self.tree)
-                     if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names]
-        return {name for name in loaded if bindings.count(name) == loaded.count(name)}
-
     def forward_and_helpers(self) -> list[ast.AST]:
         """ModelNew.forward plus the module-level functions it reaches by name."""
         cls = self.candidate_class()
@@ -82,14 +70,6 @@ def dotted(node: ast.AST) -> str:
     return ""
 
 
-KERNEL_LOADERS = ("cpp.load", "cuda.load", "load_inline", "compile_shader")
-
-
-def is_kernel_loader(value: ast.AST) -> bool:
-    name = dotted(value.func) if isinstance(value, ast.Call) else ""
-    return any(name == loader or name.endswith("." + loader) for loader in KERNEL_LOADERS)
-
-
 def is_triton_jit(fn: ast.FunctionDef) -> bool:
     return any(dotted(d.func if isinstance(d, ast.Call) else d).split(".")[-1] in ("jit", "autotune")
                for d in fn.decorator_list)
@@ -97,15 +77,7 @@ def is_triton_jit(fn: ast.FunctionDef) -> bool:
 
 # --- default bans -------------------------------------------------------------------------------
 
-# Calls in forward that only allocate, reshape or describe tensors; anything else from torch
-# computes the answer instead of the kernel.
-ALLOWED_TORCH = {
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "tensor", "as_tensor", "arange", "Size", "device", "no_grad", "inference_mode",
-    "is_tensor", "numel", "broadcast_shapes", "get_default_dtype",
-}
-TORCH_ROOTS = ("torch", "F", "nn", "np", "numpy")
-PLAIN_PYTHON = {"math", "cmath", "operator", "tl", "triton"}   # `math.sqrt(n)` is no tensor op
+# Torch functions that compute: called by name in forward they are the answer, not a kernel.
 COMPUTE_METHODS = {
     "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax",
     "exp", "log", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "relu", "sigmoid", "tanh",
@@ -117,8 +89,18 @@ COMPUTE_METHODS = {
 }
 
 
+TORCH_NAMESPACES = ("torch", "torch.nn.functional", "F", "nn.functional", "torch.special",
+                    "torch.linalg", "torch.fft", "np", "numpy")
+
+
 def torch_compute_in_forward(src: Source) -> list[str]:
-    found, native = [], src.native_modules()
+    """A fast first pass: a torch (or NumPy) compute function called by its own name in
+    forward. It errs on the side of letting a candidate through: attributes, helper objects
+    and submodules are judged at run time by what they dispatch (evaluator/audit.py), so a
+    helper called `self.softmax` or a shader compiled in forward is never rejected here."""
+    if "*" in src.allowed_ops:
+        return []
+    found = []
     for fn in src.forward_and_helpers():
         for node in ast.walk(fn):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -126,17 +108,10 @@ def torch_compute_in_forward(src: Source) -> list[str]:
             if not isinstance(node, ast.Call):
                 continue
             name = dotted(node.func)
-            root, _, last = name.partition(".")
-            leaf = name.rsplit(".", 1)[-1]
-            if root in TORCH_ROOTS and last and not last.startswith("cuda"):
-                if leaf not in ALLOWED_TORCH and name not in src.allowed_ops and \
-                        leaf not in src.allowed_ops and not leaf[:1].isupper():
-                    found.append(f"line {node.lineno}: {name}()")
-            elif isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS \
-                    and root not in TORCH_ROOTS and root not in native \
-                    and root not in PLAIN_PYTHON \
-                    and f"Tensor.{leaf}" not in src.allowed_ops:
-                found.append(f"line {node.lineno}: .{node.func.attr}()")
+            namespace, _, leaf = name.rpartition(".")
+            if namespace in TORCH_NAMESPACES and leaf in COMPUTE_METHODS \
+                    and name not in src.allowed_ops and leaf not in src.allowed_ops:
+                found.append(f"line {node.lineno}: {name}()")
     return found
 
 
@@ -171,6 +146,11 @@ def swallowed_exception(src: Source) -> list[str]:
     return found
 
 
+# Rewriting code objects or asking which dispatch mode is active: ways to hide from the audit.
+INTERPRETER_INTERNALS = {"__code__", "co_filename", "f_back", "_python_dispatch",
+                         "_get_current_dispatch_mode", "_len_torch_dispatch_stack",
+                         "_get_dispatch_mode", "_get_torch_dispatch_mode",
+                         "_is_torch_function_mode_enabled"}
 CONCURRENCY = {"threading", "multiprocessing", "concurrent", "subprocess", "asyncio"}
 INTROSPECTION = {"gc", "inspect", "ctypes", "importlib", "signal", "builtins", "pickle", "dis"}
 
@@ -207,8 +187,9 @@ def patching_or_introspection(src: Source) -> list[str]:
             if name in ("exec", "eval", "compile", "__import__", "setattr", "globals",
                         "sys._getframe", "sys.settrace", "sys.setprofile"):
                 found.append(f"line {node.lineno}: {name}()")
-        if isinstance(node, ast.Attribute) and dotted(node) in ("sys.modules", "sys._getframe"):
-            found.append(f"line {node.lineno}: {dotted(node)}")
+        if isinstance(node, ast.Attribute) and (dotted(node) in ("sys.modules", "sys._getframe")
+                                                or node.attr in INTERPRETER_INTERNALS):
+            found.append(f"line {node.lineno}: {dotted(node) or node.attr}")
     return sorted(set(found))
 
 
@@ -257,7 +238,9 @@ class Guardrails:
     precision: str = "strict"
 
     def rules(self, target_rules: list[Rule]) -> list[Rule]:
-        rules = list(REQUIRED_FOR_ALL) + list(target_rules)
+        # --allow '*': the candidate may compute with torch (a baseline, a memory sweep), so
+        # the target's kernel requirements do not apply either
+        rules = list(REQUIRED_FOR_ALL) + ([] if "*" in self.allow else list(target_rules))
         if self.defaults:
             rules += DEFAULT_BANS
         rules += [text_rule(f"user-ban:{p}", "banned by the user", p, False) for p in self.bans]

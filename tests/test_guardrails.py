@@ -7,7 +7,7 @@ from kforge_nb.guardrails import Guardrails
 from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT, MISMATCH, REJECTED
 from kforge_nb.targets.cpp import CppTarget
-from tests.support.evaluator import EXAMPLES, candidate_source, line_of
+from tests.support.evaluator import EXAMPLES, PROBLEMS, candidate_source, line_of
 
 
 def rules_fired(source: str, guardrails: Guardrails | None = None) -> list[str]:
@@ -45,10 +45,15 @@ def test_calling_a_loaded_kernel_named_after_a_torch_op_is_not_torch_compute():
     assert rules_fired(candidate_source("cpp_relu")) == []
 
 
-def test_a_kernel_name_rebound_to_torch_is_torch_compute_again():
+def test_a_kernel_name_rebound_to_torch_passes_the_static_pass_and_is_caught_running(options):
+    """Names are not the judge: the static pass lets it through, the run-time audit sees
+    aten.relu dispatched from forward and names the line."""
     source = candidate_source("cpp_relu").replace("kernels.relu(x, y, x.numel())",
                                                   "kernels = torch\n        y = kernels.relu(x)")
-    assert rules_fired(source) == ["torch-compute-in-forward"]
+    assert rules_fired(source) == []
+    result = evaluate(Problem.from_file(PROBLEMS / "relu.py"), source, "cpp", options())
+    assert result.state == REJECTED and result.rules == ["torch-compute-at-runtime"]
+    assert f"aten.relu at line {line_of(source, 'kernels.relu(x)')}" in result.message
 
 
 def test_tampering_candidate_is_rejected_by_the_static_patching_rule(judge):

@@ -26,8 +26,8 @@ def test_reference_whose_get_inputs_raises_is_problem_error_naming_line_and_exce
     assert "get_inputs()" in message                  # what to check
 
 
-def test_a_failed_reference_leaves_no_half_written_cache_entry(options, kforge_cache):
+def test_a_failed_reference_leaves_no_half_written_file(options, tmp_path):
     with pytest.raises(ProblemError):
         evaluate(load_problem("get_inputs_raises"), candidate_source("cpp_relu"), "cpp",
                  options(trials=2))
-    assert not [p.name for p in (kforge_cache / "reference").iterdir() if ".tmp" in p.name]
+    assert not [p for p in (tmp_path / "runs").rglob("*") if ".tmp" in p.name]

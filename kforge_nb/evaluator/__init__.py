@@ -199,7 +199,9 @@ class Evaluation:
     # -- the protocol ----------------------------------------------------------------------------
     def run(self) -> Result:
         job = {"problem_source": self.problem.source, "problem_label": self.problem.label,
-               "device": self.device, "init_seed": self.options.seed, "precision": "strict",
+               "device": self.device, "init_seed": self.options.seed,
+               "precision": "strict",               # the reference is always full fp32
+               "policy": self.options.precision,    # what the comparison tolerates
                "memory_bytes": self.options.memory_bytes,
                "weights": str(self.exchange / "weights.pt"),
                "log": str(self.folder / "reference.log")}
@@ -385,7 +387,7 @@ class Evaluation:
         compile_ms, vs_compile = None, None
         if cached.get("compile_ms") and cached.get("eager_ms"):
             compile_ms = cached["compile_ms"]
-            vs_compile = speedup * cached["eager_ms"] / compile_ms
+            vs_compile = speedup * compile_ms / cached["eager_ms"]
         result.timing = Timing(
             real=not note or note.startswith("device events"), note=note,
             device=devices.peaks(self.device)[0] if not note else self.device,

@@ -184,7 +184,7 @@ class Judge:
         os.unlink(path)
         n = len(inputs)
         ok, text = correctness.check_trial(trial, inputs, outputs, data[:n], data[n:],
-                                           self.job["precision"], self.report)
+                                           self.job["policy"], self.report)
         self.trial = None
         return {"ok": ok, "text": text, "report": self.report.__dict__}
 
@@ -205,7 +205,7 @@ class Judge:
         data = transfer.read_tensors(path, self.device)
         os.unlink(path)
         report = Correctness()
-        ok, text = correctness.compare_outputs(outputs, data, self.job["precision"], report)
+        ok, text = correctness.compare_outputs(outputs, data, self.job["policy"], report)
         return {"ok": ok, "text": text}
 
     def profile(self, trace: str) -> dict:
