@@ -319,7 +319,7 @@ class Evaluation:
             rechecked = True
             if statistics.median(again["ratios"]) < speedup:
                 paired, speedup = again, statistics.median(again["ratios"])
-        if self.check_sample(result, len(sets) - 1):
+        if self.check_last_call(result, paired["last_call"]):
             return
         self.fill_timing(result, paired, speedup, rechecked, note)
         self.profile(result)
@@ -348,20 +348,22 @@ class Evaluation:
             ratios.append(r / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
+            last_call = block["candidate"]["last_call"]
         return {"eager": eager, "candidate": cand, "ratios": ratios, "walls": walls,
-                "calls": calls}
+                "calls": calls, "last_call": last_call}
 
-    def check_sample(self, result: Result, index: int) -> bool:
-        """A timed call's output must still be right (a memo would serve a stale answer)."""
-        path = str(self.exchange / f"sample{index}.bin")
-        reply = self.ask_candidate("sample", index, path)
+    def check_last_call(self, result: Result, call: int) -> bool:
+        """The last timed call's output must be right too (a memo or a skipped computation
+        serves a stale answer once nobody seems to be checking)."""
+        path = str(self.exchange / "last_call.bin")
+        reply = self.ask_candidate("last", path)
         refused = self.refused(reply)
         if refused is None:
-            checked = self.ask_judge("check_sample", index, path)
+            checked = self.ask_judge("check_sample", call, path)
             if checked["ok"]:
                 return False
-            refused = Result(MISMATCH, f"a timed call's output differs from the reference "
-                             f"(input set {index}): {checked['text']}")
+            refused = Result(MISMATCH, f"the output of timed call {call + 1} differs from the "
+                             f"reference on that call's inputs: {checked['text']}")
         self.overturn(result, refused)
         return True
 

@@ -190,18 +190,18 @@ class Judge:
 
     # -- timing, interleaved with the candidate's ---------------------------------------------
     def prepare_timing(self, trials: list[dict]) -> dict:
-        self.sets = [harness.trial_inputs(self.module, t, self.device) for t in trials]
-        self.forward(self.sets[0])            # warm
-        return {"sets": len(self.sets)}
+        self.sets = harness.TimingSets([harness.trial_inputs(self.module, t, self.device)
+                                        for t in trials])
+        self.forward(self.sets.sets[0])            # warm
+        return {"sets": len(self.sets.sets)}
 
     def time(self, calls: int) -> dict:
         with torch.no_grad():
-            return harness.time_calls(lambda j: self.model(*self.sets[j]), len(self.sets), calls,
-                                      self.device)
+            return harness.time_calls(lambda x: self.model(*x), self.sets, calls, self.device)
 
-    def check_sample(self, index: int, path: str) -> dict:
-        """A timed call's output, against the reference on the same input set."""
-        outputs = self.forward(self.sets[index])
+    def check_sample(self, call: int, path: str) -> dict:
+        """The candidate's output of timed call `call`, against the reference on its inputs."""
+        outputs = self.forward(harness.fresh_copies(self.sets.inputs(call)))
         data = transfer.read_tensors(path, self.device)
         os.unlink(path)
         report = Correctness()
@@ -210,13 +210,13 @@ class Judge:
 
     def profile(self, trace: str) -> dict:
         with torch.no_grad():
-            events = harness.profile_callable(lambda: self.model(*self.sets[0]), self.device,
-                                              trace)
+            events = harness.profile_callable(lambda: self.model(*self.sets.sets[0]),
+                                              self.device, trace)
         return {"events": events}
 
     def baselines(self) -> dict:
         """Eager and torch.compile timed together: a display, cached per problem."""
-        inputs = self.sets[0]
+        inputs = self.sets.sets[0]
         with torch.no_grad():
             out = {"eager": harness.time_callable(lambda: self.model(*inputs), self.device)}
             out["compile"] = time_compiled(self.model, inputs, self.device)
@@ -329,28 +329,32 @@ class Candidate:
         return {"written": path, "audit": seen}
 
     def prepare_timing(self, trials: list[dict]) -> dict:
-        self.sets = [harness.trial_inputs(self.problem, t, self.device) for t in trials]
+        self.sets = harness.TimingSets([harness.trial_inputs(self.problem, t, self.device)
+                                        for t in trials])
         with torch.no_grad():
-            self.model(*self.sets[0])        # warm
-        return {"sets": len(self.sets)}
+            self.model(*self.sets.sets[0])        # warm
+        return {"sets": len(self.sets.sets)}
 
     def time(self, calls: int) -> dict:
+        """A block of timed calls; the last call's output is kept for the judge to check."""
+        def call(inputs):
+            self.last_output = self.model(*inputs)
         with torch.no_grad():
-            return harness.time_calls(lambda j: self.model(*self.sets[j]), len(self.sets), calls,
-                                      self.device)
+            return harness.time_calls(call, self.sets, calls, self.device)
 
-    def sample(self, index: int, path: str) -> dict:
-        value, seen = self.audited_forward(self.sets[index])
-        outputs, odd = plain_outputs(value)
+    def last(self, path: str) -> dict:
+        """The output of the last timed call, as it was returned (not recomputed)."""
+        harness.synchronize(self.device)
+        outputs, odd = plain_outputs(self.last_output)
         if odd:
-            return {"odd_output": odd, "audit": seen}
+            return {"odd_output": odd, "audit": {"compute": [], "launches": {}}}
         transfer.write_tensors(path, outputs)
-        return {"written": path, "audit": seen}
+        return {"written": path, "audit": {"compute": [], "launches": {}}}
 
     def profile(self, trace: str) -> dict:
         with torch.no_grad():
-            events = harness.profile_callable(lambda: self.model(*self.sets[0]), self.device,
-                                              trace)
+            events = harness.profile_callable(lambda: self.model(*self.sets.sets[0]),
+                                              self.device, trace)
         return {"events": events}
 
 
