@@ -33,7 +33,11 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--require", action="append", default=[], metavar="REGEX",
                    help="reject candidates whose source does not match REGEX (repeatable)")
     p.add_argument("--allow", action="append", default=[], metavar="OP",
-                   help="allow a torch op in ModelNew.forward, e.g. torch.conv2d (repeatable)")
+                   help="allow a torch op in ModelNew.forward, e.g. conv2d (repeatable); '*' "
+                   "allows any and requires no kernel of the candidate's own (baselines, sweeps)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run candidates with your environment, network and files (the verdict "
+                   "says so): for kernels that need something the sandbox denies")
     p.add_argument("--no-compile-baseline", action="store_true",
                    help="skip timing torch.compile (its first compile takes ~30 s on a small CPU)")
     p.add_argument("--no-shape-check", action="store_true",

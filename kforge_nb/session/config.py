@@ -46,4 +46,5 @@ def eval_options(args):
         guardrails=Guardrails(bans=args.ban, requires=args.require, allow=args.allow,
                               precision=args.precision),
         baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
-        shape_check=not args.no_shape_check)
+        shape_check=not args.no_shape_check,
+        sandbox=not getattr(args, "no_sandbox", False))
