@@ -88,6 +88,8 @@ class Result:
     # where the candidate ran: {"enabled", "env", "network", "filesystem", "processes"}, each
     # saying what this host allowed (see evaluator/sandbox.py)
     sandbox: dict = field(default_factory=dict)
+    # peak resident host memory of the two workers, and the problem's own input bytes
+    resources: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.state not in STATES:

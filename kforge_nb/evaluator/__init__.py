@@ -220,9 +220,9 @@ class Evaluation:
                                    f"{failure}. End of its log:\n{failure.log_tail}") from None
             if "problem_error" in ready:
                 raise ProblemError(problem_message(self.problem, ready["problem_error"]))
-            return self.with_sandbox(self.judged())
+            return self.finished(self.judged())
         except WorkerFailure as failure:     # the candidate's worker died or overran
-            return self.with_sandbox(tampering(runtime_failure(failure), sorted(self.tampered)))
+            return self.finished(tampering(runtime_failure(failure), sorted(self.tampered)))
         finally:
             for worker in (self.worker, self.judge):
                 if worker is not None:
@@ -257,7 +257,7 @@ class Evaluation:
             if refused:
                 return refused
             launches.update(reply["audit"]["launches"])
-            checked = self.ask_judge("check", path)
+            checked = self.ask_judge("check", path, reply["inputs_after"])
             report = checked["report"]
             if not checked["ok"]:
                 return Result(MISMATCH, checked["text"], correctness=Correctness(**report))
@@ -436,11 +436,16 @@ class Evaluation:
         result.profile = {"candidate_events": events, "reference_events": reference,
                           "trace": str(trace), "reference_trace": str(ref_trace)}
 
-    def with_sandbox(self, result: Result) -> Result:
-        result.sandbox = self.sandbox or ({"enabled": self.options.sandbox} if self.options.sandbox
-                                          else {"enabled": False})
+    def finished(self, result: Result) -> Result:
+        """What every verdict carries: where the candidate ran, and the memory it took."""
+        result.sandbox = self.sandbox or {"enabled": self.options.sandbox}
         if not self.options.sandbox:
             result.message += " | " + sandbox.summary(result.sandbox)
+        gib = lambda n: round(n / 2**30, 3)  # noqa: E731
+        result.resources = {"reference_peak_gib": gib(self.judge.peak_rss),
+                            "candidate_peak_gib": gib(self.worker.peak_rss if self.worker else 0),
+                            "input_gib": gib(self.summary.get("input_bytes", 0)),
+                            "min_gib_moved": gib(self.summary.get("min_bytes") or 0)}
         return result
 
 

@@ -114,6 +114,20 @@ def fresh_copies(inputs: list) -> list:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+def fingerprint(t: torch.Tensor, chunk: int = 1 << 26) -> list[int]:
+    """Two sums over a tensor's bytes (plain and position-weighted), a chunk at a time: any
+    in-place write an honest kernel could make changes them. The judge checks the candidate
+    left its inputs alone without the inputs (gigabytes at KernelBench sizes) crossing over."""
+    flat = t.detach().contiguous().reshape(-1).view(torch.uint8)
+    plain = weighted = 0
+    for start in range(0, flat.numel(), chunk):
+        words = flat[start:start + chunk].to(torch.int64)
+        weights = torch.arange(start, start + words.numel(), device=words.device) % 65521 + 1
+        plain += int(words.sum())
+        weighted += int((words * weights).sum())
+    return [plain, weighted]
+
+
 def tensor_bytes(values) -> int:
     return int(sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor)))
 

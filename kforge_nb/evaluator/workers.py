@@ -178,12 +178,13 @@ class Judge:
                 "output_dtypes": [str(o.dtype) for o in outputs]}
         return reply
 
-    def check(self, path: str) -> dict:
+    def check(self, path: str, inputs_after: list) -> dict:
         trial, inputs, outputs = self.trial
         data = transfer.read_tensors(path, self.device)
         os.unlink(path)
-        n = len(inputs)
-        ok, text = correctness.check_trial(trial, inputs, outputs, data[:n], data[n:],
+        before = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None
+                  for x in inputs]
+        ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
                                            self.job["policy"], self.report)
         self.trial = None
         return {"ok": ok, "text": text, "report": self.report.__dict__}
@@ -325,8 +326,9 @@ class Candidate:
         outputs, odd = plain_outputs(value)
         if odd:
             return {"odd_output": odd, "audit": seen}
-        transfer.write_tensors(path, list(inputs) + outputs)
-        return {"written": path, "audit": seen}
+        transfer.write_tensors(path, outputs)
+        return {"written": path, "audit": seen, "inputs_after": [
+            harness.fingerprint(x) if isinstance(x, torch.Tensor) else None for x in inputs]}
 
     def prepare_timing(self, trials: list[dict]) -> dict:
         self.sets = harness.TimingSets([harness.trial_inputs(self.problem, t, self.device)
