@@ -27,6 +27,39 @@ SOFTMAX_GPU = (EXAMPLES / "softmax.py").read_text().replace(
 TRITON = (EXAMPLES / "triton_softmax.py").read_text()
 CUDA = (EXAMPLES / "cuda_softmax.py").read_text()
 
+# GPU-only exploit classes (tests/adversarial covers the rest on the CPU).
+FORWARD = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        x = x.contiguous()\n"
+LAUNCH = "        softmax_kernel[(rows,)]"
+MEMO_BY_ADDRESS = TRITON.replace(FORWARD, (
+    "    memo = {}\n\n"
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    "        key = (x.data_ptr(), tuple(x.shape))\n"
+    "        if key in self.memo:\n"
+    "            return self.memo[key]\n"
+    "        x = x.contiguous()\n")).replace(
+    "        return y\n", "        self.memo[key] = y\n        return y\n")
+HIDDEN_SIDE_STREAM = TRITON.replace(LAUNCH, (
+    "        side = getattr(torch.cuda, 'Str' + 'eam')()\n"
+    "        side.wait_stream(torch.cuda.current_stream())\n"
+    "        with getattr(torch.cuda, 'str' + 'eam')(side):\n"
+    "            for _ in range(20):   # work the timed stream never waits for\n"
+    "                softmax_kernel[(rows,)](x, y, n_cols, n_cols,\n"
+    "                                        BLOCK_SIZE=triton.next_power_of_2(n_cols))\n"
+    + LAUNCH))
+GRAPH_REPLAY = TRITON.replace(FORWARD, (
+    "    graph = None\n\n"
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    "        if self.graph is not None:   # replays on the addresses captured the first time\n"
+    "            self.graph.replay()\n"
+    "            return self.y\n"
+    "        self.x = x = x.contiguous()\n")).replace("        return y\n", (
+    "        self.y = y\n"
+    "        self.graph = torch.cuda.CUDAGraph()\n"
+    "        with torch.cuda.graph(self.graph):\n"
+    "            softmax_kernel[(rows,)](x, y, n_cols, n_cols,\n"
+    "                                    BLOCK_SIZE=triton.next_power_of_2(n_cols))\n"
+    "        return y\n"))
+
 CASES = [
     ("triton example (softmax 8192x4096)", "triton", TRITON, "correct"),
     ("cuda example (softmax 8192x4096)", "cuda", CUDA, "correct"),
@@ -41,6 +74,9 @@ CASES = [
     ("cuda: unwritten tail (mismatch)", "cuda",
      CUDA.replace("c < cols; c += blockDim.x) row_out[c]", "c < cols - 1; c += blockDim.x) row_out[c]"),
      "mismatch"),
+    ("triton: memo keyed on data_ptr", "triton", MEMO_BY_ADDRESS, "mismatch"),
+    ("triton: work on a hidden side stream", "triton", HIDDEN_SIDE_STREAM, "correct"),
+    ("triton: CUDA graph replayed on old addresses", "triton", GRAPH_REPLAY, "mismatch"),
 ]
 
 
@@ -58,7 +94,8 @@ def verdicts(problem: Problem, out: Path) -> list[dict]:
                      "fraction_of_sol": r.roofline.fraction_of_sol, "real": t.real,
                      "kernels": sorted({e["name"][:40] for e in
                                         r.profile.get("candidate_events", [])})[:3],
-                     "message": r.message[:200], "elapsed_s": r.elapsed_s})
+                     "message": r.message[:200], "note": t.note, "sandbox": r.sandbox,
+                     "resources": r.resources, "elapsed_s": r.elapsed_s})
     return rows
 
 
@@ -100,11 +137,14 @@ def main() -> None:
               f"{f(r['fraction_of_sol'], '6.1%')}")
         if not r["ok"]:
             print(f"    UNEXPECTED: {r['message']}")
+        elif r["state"] != "correct" or r["note"]:
+            print(f"    {(r['note'] or r['message'])[:160]}")
+    print(f"sandbox on this host: {rows[0]['sandbox']}")
     print(f"(verdict table took {first:.1f} s including the reference and torch.compile baselines)")
     small = Problem.from_file(EXAMPLES / "softmax.py")
     lat = [latency(small, out, "triton", TRITON), latency(small, out, "cuda", CUDA)]
     print(f"\n{'target':8} {'cold s':>8} {'warm s':>8}   (median of 5; cold = new source, "
-          "warm = same source again; reference cached)")
+          "warm = same source again)")
     for row in lat:
         print(f"{row['target']:8} {row['cold_s']:8.2f} {row['warm_s']:8.2f}")
     if args.json:

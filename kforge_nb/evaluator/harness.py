@@ -161,11 +161,11 @@ def call_factor(k: int) -> float:
     return 1.0 - 1e-4 * (k % 4000 + 1)
 
 
-def time_calls(call, sets: "TimingSets", calls: int, device: str) -> dict:
+def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None) -> dict:
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
-    over the sets as they stand, which work hidden on other streams cannot escape. CPU: the
-    monotonic clock around each call."""
+    over the sets as they stand (through `untimed`, default `call`), which work hidden on other
+    streams cannot escape. CPU: the monotonic clock around each call."""
     samples = []
     first = sets.calls
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda") \
@@ -191,7 +191,7 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str) -> dict:
     if flush is not None:
         begin = perf_counter_ns()
         for k in range(calls):
-            call(sets.sets[k % len(sets.sets)])
+            (untimed or call)(sets.sets[k % len(sets.sets)])
         cuda_synchronize()
         wall_ms = (perf_counter_ns() - begin) / calls / 1e6
     return {"samples": samples, "wall_ms": wall_ms, "last_call": sets.calls - 1}

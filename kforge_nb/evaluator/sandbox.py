@@ -154,6 +154,8 @@ def finish(spec: dict, report: dict) -> dict:
     credentials = [k for k in removed if is_credential(k)]
     os.environ.clear()
     os.environ.update(env)
+    import tempfile
+    tempfile.tempdir = None      # the fork server may have cached /tmp: ask TMPDIR again
     report["env"] = (f"allow-list: {len(env)} variables kept, {len(removed)} removed"
                      + (f" (credentials among them: {', '.join(credentials)})" if credentials
                         else "") + f"; HOME and TMPDIR in {home}")

@@ -13,7 +13,7 @@ import os
 
 import torch
 
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 128 << 20
 
 DTYPES = {str(d): d for d in (torch.float32, torch.float64, torch.float16, torch.bfloat16,
                               torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
@@ -32,15 +32,28 @@ def write_tensors(path: str, tensors: list) -> None:
     header = [None if not isinstance(t, torch.Tensor) else
               {"dtype": str(t.dtype), "shape": list(t.shape)} for t in tensors]
     tmp = f"{path}.tmp{os.getpid()}"
+    buffer = None
     with open(tmp, "wb") as f:
         f.write(json.dumps(header).encode() + b"\n")
         for t in tensors:
             if not isinstance(t, torch.Tensor):
                 continue
             data = raw_bytes(t)
+            if data.device.type == "cpu":
+                f.write(memoryview(data.numpy()))
+                continue
+            buffer = buffer if buffer is not None else host_buffer(data.device)
             for start in range(0, data.numel(), CHUNK_BYTES):
-                f.write(data[start:start + CHUNK_BYTES].cpu().numpy().tobytes())
+                n = min(CHUNK_BYTES, data.numel() - start)
+                buffer[:n].copy_(data[start:start + n])
+                f.write(memoryview(buffer.numpy())[:n])
     os.replace(tmp, path)
+
+
+def host_buffer(device: torch.device) -> torch.Tensor:
+    """One chunk of host memory, pinned when a GPU copies into it (about twice as fast)."""
+    pin = device.type == "cuda"
+    return torch.empty(CHUNK_BYTES, dtype=torch.uint8, pin_memory=pin)
 
 
 def read_tensors(path: str, device: str) -> list:
@@ -48,7 +61,7 @@ def read_tensors(path: str, device: str) -> list:
     out = []
     with open(path, "rb") as f:
         header = json.loads(f.readline())
-        buffer = torch.empty(CHUNK_BYTES, dtype=torch.uint8)
+        buffer = host_buffer(torch.device(device))
         view = memoryview(buffer.numpy())
         for entry in header:
             if entry is None:

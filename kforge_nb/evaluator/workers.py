@@ -81,7 +81,7 @@ def reference_main(conn, job: dict) -> None:
     device = job["device"]
     try:
         module = load_problem(job)
-        fits = size_check(module, job)
+        fits, flops = size_check(module, job)
         if fits:
             conn.send({"problem_error": {"type": "TooLarge", "text": fits}})
             return
@@ -92,23 +92,27 @@ def reference_main(conn, job: dict) -> None:
     harness.save_tensors(job["weights"], {k: v.detach().cpu() for k, v in
                                           model.state_dict().items()})
     conn.send({"ready": True, "has_weights": bool(model.state_dict())})
-    Judge(conn, job, module, model, device).serve()
+    Judge(conn, job, module, model, device, flops).serve()
 
 
-def size_check(module, job: dict) -> str:
+def size_check(module, job: dict) -> tuple[str, int | None]:
     """Before allocating: will one set of inputs, outputs and weights fit, twice (the
-    reference's and the candidate's)? Sizes come from running the problem on fake tensors."""
+    reference's and the candidate's)? Sizes (and FLOPs) come from running the problem on fake
+    tensors, which hold no memory. Returns (why it does not fit or "", FLOPs or None)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils.flop_counter import FlopCounterMode
     device = job["device"]
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
             torch.manual_seed(0)
             model = module.Model(*module.get_init_inputs())
             inputs = list(module.get_inputs())
-            outputs = harness.as_tensor_list(model(*inputs))
+            with FlopCounterMode(display=False) as counter, torch.no_grad():
+                outputs = harness.as_tensor_list(model(*inputs))
             params = list(model.parameters()) + list(model.buffers())
+        flops = int(counter.get_total_flops())
     except Exception:
-        return ""      # a model fake tensors cannot run: find out for real
+        return "", None      # a model fake tensors cannot run: find out for real
     sizes = [harness.tensor_bytes(x) for x in (inputs, outputs, params)]
     need = 2 * sum(sizes)
     if device == "cuda":
@@ -116,12 +120,12 @@ def size_check(module, job: dict) -> str:
     else:
         have, where = min(available_memory(), job["memory_bytes"]), "this host's memory"
     if need <= have:
-        return ""
+        return "", flops
     gib = lambda n: f"{n / 2**30:.1f} GiB"  # noqa: E731
     return (f"this problem needs about {gib(need)} on {device} (inputs {gib(sizes[0])}, outputs "
             f"{gib(sizes[1])}, weights {gib(sizes[2])}; the reference and the candidate each "
             f"hold one set) but {where} offers {gib(have)}: nothing was allocated. Reduce the "
-            "sizes in get_inputs()/get_init_inputs(), or run it on a larger machine.")
+            "sizes in get_inputs()/get_init_inputs(), or run it on a larger machine."), flops
 
 
 def available_memory() -> int:
@@ -138,8 +142,9 @@ def available_memory() -> int:
 class Judge:
     """The judge's command loop. It holds one trial (or the timing input sets) at a time."""
 
-    def __init__(self, conn, job, module, model, device):
+    def __init__(self, conn, job, module, model, device, flops):
         self.conn, self.job, self.module, self.model, self.device = conn, job, module, model, device
+        self.flops = flops
         self.trial = None         # (trial, inputs, outputs) of the trial being judged
         self.sets: list = []      # timing input sets
         self.report = Correctness()
@@ -158,32 +163,36 @@ class Judge:
         return outputs
 
     def prepare(self, index: int, trial: dict) -> dict:
+        """Draw a trial's inputs and compute the reference. Only the outputs and the inputs'
+        fingerprints are kept: the inputs themselves are not needed again."""
         self.trial = None
         try:
             inputs = harness.trial_inputs(self.module, trial, self.device)
-            outputs = self.forward(harness.fresh_copies(inputs))
+            before = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None
+                      for x in inputs]
+            if index == 0:
+                summary = {"flops": self.flops if self.flops is not None else
+                           count_flops(self.model, inputs),
+                           "input_bytes": harness.tensor_bytes(inputs)}
+            outputs = self.forward(inputs)
         except BaseException as exc:
             if trial.get("batch"):   # the module does not allow another batch size: skip it
                 return {"skipped": f"reference rejects batch {trial['batch']}: {exc}"}
             return {"problem_error": error_report(exc, self.job["problem_label"],
                                                   self.job["problem_source"])}
-        self.trial = (trial, inputs, outputs)
+        self.trial = (trial, before, outputs)
         self.report.trials = index + 1
         reply = {"prepared": trial}
         if index == 0:
-            reply["summary"] = {
-                "flops": count_flops(self.model, inputs), "min_bytes": min_bytes(self.model, inputs, outputs),
-                "input_bytes": harness.tensor_bytes(inputs),
-                "output_shapes": [list(o.shape) for o in outputs],
-                "output_dtypes": [str(o.dtype) for o in outputs]}
+            reply["summary"] = {**summary, "min_bytes": min_bytes(self.model, inputs, outputs),
+                                "output_shapes": [list(o.shape) for o in outputs],
+                                "output_dtypes": [str(o.dtype) for o in outputs]}
         return reply
 
     def check(self, path: str, inputs_after: list) -> dict:
-        trial, inputs, outputs = self.trial
+        trial, before, outputs = self.trial
         data = transfer.read_tensors(path, self.device)
         os.unlink(path)
-        before = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None
-                  for x in inputs]
         ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
                                            self.job["policy"], self.report)
         self.trial = None
@@ -228,7 +237,7 @@ def count_flops(model, inputs) -> int | None:
     try:
         from torch.utils.flop_counter import FlopCounterMode
         with FlopCounterMode(display=False) as counter, torch.no_grad():
-            model(*harness.fresh_copies(inputs))
+            model(*inputs)
         return int(counter.get_total_flops())
     except Exception:
         return None
@@ -342,7 +351,8 @@ class Candidate:
         def call(inputs):
             self.last_output = self.model(*inputs)
         with torch.no_grad():
-            return harness.time_calls(call, self.sets, calls, self.device)
+            return harness.time_calls(call, self.sets, calls, self.device,
+                                      untimed=lambda inputs: self.model(*inputs))
 
     def last(self, path: str) -> dict:
         """The output of the last timed call, as it was returned (not recomputed)."""
