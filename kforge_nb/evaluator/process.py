@@ -127,6 +127,21 @@ def rss_bytes(pid: int) -> int:
     return total
 
 
+def peak_bytes(pid: int) -> int:
+    """The high-water mark of resident memory (VmHWM, libraries included) of the largest
+    process in a tree (a sandbox's outer processes share the worker's pages): a peak between
+    two samples is not missed."""
+    peak = 0
+    for p in descendants(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                peak = max(peak, next((int(line.split()[1]) * 1024 for line in f
+                                       if line.startswith("VmHWM:")), 0))
+        except OSError:
+            pass
+    return peak
+
+
 class LogSink:
     """Reads a worker's stdout/stderr from a pipe into its log file, capped: the first
     `head` bytes and the last `tail` bytes are kept, what lies between is counted."""
@@ -198,6 +213,7 @@ class Worker:
     def recv(self) -> dict:
         eof = False
         while True:
+            self.peak_rss = max(self.peak_rss, peak_bytes(self.pid))
             if not eof and self.conn.poll(0.05):
                 try:
                     return self.conn.recv()
