@@ -45,13 +45,13 @@ def choose(folders: list[str], pick: list[str], draw: int, seed: int) -> list[tu
     return [(f, "picked") for f in picked] + [(f, f"draw(seed={seed})") for f in drawn]
 
 
-def judge(path: Path, target: str, out: Path) -> dict:
+def judge(path: Path, target: str, out: Path, trials: int) -> dict:
     started = time.monotonic()
     row = {"problem": f"{path.parent.name}/{path.stem}"}
     try:
         problem = Problem.from_file(path)
         options = EvalOptions(guardrails=Guardrails(allow=["*"]), baselines=("eager",),
-                              timeout_s=900, timing_budget_s=0.5, out_dir=out)
+                              timeout_s=900, timing_budget_s=0.5, out_dir=out, trials=trials)
         result = evaluate(problem, problem.source + SELF_CANDIDATE, target, options)
     except ProblemError as err:
         return {**row, "state": "problem_error", "message": str(err)[:300],
@@ -78,14 +78,20 @@ def main() -> None:
     parser.add_argument("--draw", type=int, default=0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--target", default="triton")
+    parser.add_argument("--trials", type=int, default=5, help="correctness trials (default 5)")
+    parser.add_argument("--all", action="store_true", help="every problem in the folders")
+    parser.add_argument("--shard", default="1/1", help="I/N: the I-th of N slices of the list")
     parser.add_argument("--json")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="kforge-sweep-"))
     rows = []
     print("| problem | set | state | speedup (paired) | spread | data GiB | peak host GiB | "
           "peak/data | s |\n|---|---|---|---|---|---|---|---|---|", flush=True)
-    for path, how in choose(args.folders, args.pick, args.draw, args.seed):
-        row = {**judge(path, args.target, out), "set": how}
+    chosen = choose(args.folders, args.pick, args.draw, args.seed) if not args.all else [
+        (f, "all") for f in sorted(f for d in args.folders for f in Path(d).glob("*.py"))]
+    i, n = map(int, args.shard.split("/"))
+    for path, how in chosen[i - 1::n]:
+        row = {**judge(path, args.target, out, args.trials), "set": how}
         rows.append(row)
         print(f"| {row['problem']} | {how} | {row['state']} | {fmt(row.get('speedup'))} | "
               f"{fmt(row.get('spread'), '.0%')} | {fmt(row.get('data_gib'))} | "
