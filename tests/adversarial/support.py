@@ -1,0 +1,36 @@
+"""Paths and helpers for the adversarial suite: its own candidates and problems, judged by the
+real evaluator (no mocks). Candidates are whole files as a model would write them; each one's
+docstring says what it tries."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.evaluator import CANDIDATES, EXAMPLES, PROBLEMS, REPO, line_of  # noqa: F401
+
+HERE = Path(__file__).parent
+ADV_CANDIDATES = HERE / "candidates"
+ADV_PROBLEMS = HERE / "problems"
+
+
+def problem_file(name: str) -> Path:
+    """An adversarial problem, else a shared test problem, else a shipped example."""
+    for folder in (ADV_PROBLEMS, PROBLEMS, EXAMPLES):
+        if (folder / f"{name}.py").exists():
+            return folder / f"{name}.py"
+    raise FileNotFoundError(name)
+
+
+def candidate_file(name: str) -> Path:
+    for folder in (ADV_CANDIDATES, CANDIDATES, EXAMPLES):
+        if (folder / f"{name}.py").exists():
+            return folder / f"{name}.py"
+    raise FileNotFoundError(name)
+
+
+def source(name: str) -> str:
+    return candidate_file(name).read_text()
+
+
+def problem(name: str):
+    from kforge_nb.problem import Problem
+    return Problem.from_file(problem_file(name))
