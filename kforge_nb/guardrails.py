@@ -150,7 +150,11 @@ def swallowed_exception(src: Source) -> list[str]:
 INTERPRETER_INTERNALS = {"__code__", "co_filename", "f_back", "_python_dispatch",
                          "_get_current_dispatch_mode", "_len_torch_dispatch_stack",
                          "_get_dispatch_mode", "_get_torch_dispatch_mode",
-                         "_is_torch_function_mode_enabled"}
+                         "_is_torch_function_mode_enabled", "_DisableTorchDispatch",
+                         "_DisablePythonDispatcher", "_ExcludeDispatchKeyGuard",
+                         "_unset_dispatch_mode", "_pop_torch_dispatch_stack",
+                         "_set_dispatch_mode", "_DisableTorchFunction",
+                         "_DisableTorchFunctionSubclass", "_C"}
 CONCURRENCY = {"threading", "multiprocessing", "concurrent", "subprocess", "asyncio"}
 INTROSPECTION = {"gc", "inspect", "ctypes", "importlib", "signal", "builtins", "pickle", "dis"}
 

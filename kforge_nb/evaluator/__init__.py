@@ -23,6 +23,7 @@ import ast
 import hashlib
 import json
 import os
+import random
 import statistics
 import threading
 import time
@@ -296,6 +297,13 @@ class Evaluation:
             return Result(REJECTED, reply["odd_output"] + " (rule `output-not-a-tensor`)",
                           rules=["output-not-a-tensor"])
         compute = reply["audit"]["compute"]
+        host = [c for c in compute if c.get("host")]
+        if host:
+            where = "; ".join(f"{c['op']}() at {self.line_text(c['where'])}" for c in host[:4])
+            return Result(REJECTED, f"ModelNew.forward took tensor data out of torch: {where}; "
+                          "what is computed on it in Python or NumPy is not a kernel (rule "
+                          "`host-compute`)", rules=["host-compute"],
+                          error={"type": "host-compute", "ops": host})
         if compute:
             where = "; ".join(f"aten.{c['op']} at {self.line_text(c['where'])}" for c in compute[:4])
             ops = sorted({c["op"] for c in compute})
@@ -330,7 +338,7 @@ class Evaluation:
             rechecked = True
             if statistics.median(again["ratios"]) < speedup:
                 paired, speedup = again, statistics.median(again["ratios"])
-        if self.check_last_call(result, paired["last_call"]):
+        if self.check_timed_calls(result, paired["kept"]):
             return
         self.fill_timing(result, paired, speedup, rechecked, note)
         self.profile(result)
@@ -339,42 +347,54 @@ class Evaluation:
         """Calls per block on each side, so that all blocks together take about the budget."""
         per_block = self.options.timing_budget_s / (2 * rounds)
         counts = []
-        for ask in (self.ask_judge, self.ask_candidate):
-            samples = ask("time", 2)["samples"]
+        for ask in (lambda: self.ask_judge("time", 2), lambda: self.ask_candidate("time", 2, [])):
+            samples = ask()["samples"]
             counts.append(int(min(200, max(3, per_block / max(min(samples), 1e-6) * 1e3))))
         return counts[0], counts[1]
 
     def interleave(self, rounds: int, calls: tuple[int, int]) -> dict:
-        """Reference and candidate in alternating blocks (ABBA order cancels drift)."""
-        eager, cand, walls, ratios = [], [], [], []
+        """Reference and candidate in alternating blocks (ABBA order cancels drift). The
+        candidate keeps the outputs of timed calls picked at random (all of them when there
+        are few), so an answer that is right only on some calls cannot count on which."""
+        eager, cand, walls, ratios, kept = [], [], [], [], []
+        chooser = random.SystemRandom()
+        checked_round = chooser.randrange(rounds)
         for k in range(rounds):
             order = ("judge", "candidate") if k % 2 == 0 else ("candidate", "judge")
             block = {}
             for side in order:
-                ask = self.ask_judge if side == "judge" else self.ask_candidate
-                block[side] = ask("time", calls[0] if side == "judge" else calls[1])
+                if side == "judge":
+                    block[side] = self.ask_judge("time", calls[0])
+                    continue
+                keep = [] if k != checked_round else list(range(calls[1])) if calls[1] <= 4 \
+                    else [chooser.randrange(calls[1])]
+                block[side] = self.ask_candidate("time", calls[1], keep)
             r, c = (statistics.median(block[s]["samples"]) for s in ("judge", "candidate"))
             eager.append(r)
             cand.append(c)
             ratios.append(r / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
-            last_call = block["candidate"]["last_call"]
+            kept = kept if k != checked_round else block["candidate"]["kept"]
         return {"eager": eager, "candidate": cand, "ratios": ratios, "walls": walls,
-                "calls": calls, "last_call": last_call}
+                "calls": calls, "kept": kept}
 
-    def check_last_call(self, result: Result, call: int) -> bool:
-        """The last timed call's output must be right too (a memo or a skipped computation
+    def check_timed_calls(self, result: Result, calls: list[int]) -> bool:
+        """The kept timed calls' outputs must be right too (a memo or a skipped computation
         serves a stale answer once nobody seems to be checking)."""
-        path = str(self.exchange / "last_call.bin")
-        reply = self.ask_candidate("last", path)
-        refused = self.refused(reply)
-        if refused is None:
+        for call in calls:
+            path = str(self.exchange / f"call{call}.bin")
+            reply = self.ask_candidate("kept_output", call, path)
+            refused = self.refused(reply)
+            if refused is not None:
+                break
             checked = self.ask_judge("check_sample", call, path)
-            if checked["ok"]:
-                return False
-            refused = Result(MISMATCH, f"the output of timed call {call + 1} differs from the "
-                             f"reference on that call's inputs: {checked['text']}")
+            if not checked["ok"]:
+                refused = Result(MISMATCH, f"the output of timed call {call + 1} differs from "
+                                 f"the reference on that call's inputs: {checked['text']}")
+                break
+        else:
+            return False
         self.overturn(result, refused)
         return True
 

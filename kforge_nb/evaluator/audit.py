@@ -49,6 +49,9 @@ def package_dir(name: str) -> str | None:
     return os.path.dirname(module.__file__) if module and getattr(module, "__file__", None) else None
 
 
+ACTIVE: list["Audit"] = []       # the audit watching the forward that runs now, if any
+
+
 class Audit(TorchDispatchMode):
     """Record compute ops (with the candidate's line) while the candidate's forward runs."""
 
@@ -57,6 +60,22 @@ class Audit(TorchDispatchMode):
         self.filename, self.allowed = filename, allowed
         self.compute: Counter = Counter()        # (op, "line N: text" or where) -> calls
         self.ops: Counter = Counter()            # every op name seen, harmless ones too
+
+    def __enter__(self):
+        ACTIVE.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        ACTIVE.remove(self)
+        return super().__exit__(*exc)
+
+    def host(self, what: str) -> None:
+        """Tensor data taken out of torch into Python or NumPy, where no dispatch sees what
+        is computed with it (`x.numpy()`, `x.tolist()`)."""
+        if what not in self.allowed:
+            where = self.caller()
+            if where is not None:
+                self.compute[(what, where)] += 1
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         raw = func.overloadpacket.__name__
@@ -90,9 +109,22 @@ class Audit(TorchDispatchMode):
 LAUNCHES: Counter = Counter()
 
 
+def watch_host_copies() -> None:
+    """Report `Tensor.numpy()`, `.tolist()` and `__array__` calls to the active audit."""
+    for name in ("numpy", "tolist", "__array__"):
+        original = getattr(torch.Tensor, name)
+
+        def watched(self, *args, _original=original, _name=name, **kwargs):
+            if ACTIVE:
+                ACTIVE[-1].host(f"Tensor.{_name.strip('_')}")
+            return _original(self, *args, **kwargs)
+        setattr(torch.Tensor, name, watched)
+
+
 def count_launches() -> None:
     """Count the candidate's own kernel launches. Installed in the worker before the candidate
     is imported (and before the integrity snapshot, so these wrappers are the originals)."""
+    watch_host_copies()
     from ..runtime import native
     native.on_call = lambda: LAUNCHES.__setitem__("native", LAUNCHES["native"] + 1)
     try:
@@ -156,6 +188,6 @@ def counted_extension(builder, kind: str = "extension"):
 def report(audit: Audit, launches_before: Counter) -> dict:
     launched = {k: v - launches_before.get(k, 0) for k, v in LAUNCHES.items()
                 if v - launches_before.get(k, 0) > 0}
-    compute = [{"op": op, "where": where, "calls": n}
+    compute = [{"op": op, "where": where, "calls": n, "host": op.startswith("Tensor.")}
                for (op, where), n in audit.compute.most_common(20)]
     return {"compute": compute, "launches": launched}

@@ -161,7 +161,8 @@ def call_factor(k: int) -> float:
     return 1.0 - 1e-4 * (k % 4000 + 1)
 
 
-def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None) -> dict:
+def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
+               keep: list[int] = (), kept: dict | None = None) -> dict:
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
     over the sets as they stand (through `untimed`, default `call`), which work hidden on other
@@ -176,16 +177,18 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None) 
             flush.zero_()
             start, end = CudaEvent(enable_timing=True), CudaEvent(enable_timing=True)
             event_record(start)
-            call(inputs)
+            out = call(inputs)
             event_record(end)
             cuda_synchronize()
             samples.append(event_elapsed(start, end))
         else:
             synchronize(device)
             begin = perf_counter_ns()
-            call(inputs)
+            out = call(inputs)
             synchronize(device)
             samples.append((perf_counter_ns() - begin) / 1e6)
+        if k - first in keep and kept is not None:
+            kept[k] = out
     sets.calls = first + calls
     wall_ms = None
     if flush is not None:
@@ -194,7 +197,7 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None) 
             (untimed or call)(sets.sets[k % len(sets.sets)])
         cuda_synchronize()
         wall_ms = (perf_counter_ns() - begin) / calls / 1e6
-    return {"samples": samples, "wall_ms": wall_ms, "last_call": sets.calls - 1}
+    return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in keep]}
 
 
 def time_callable(fn, device: str, calls: int = 20) -> dict:

@@ -219,10 +219,7 @@ class Judge:
         return {"ok": ok, "text": text}
 
     def profile(self, trace: str) -> dict:
-        with torch.no_grad():
-            events = harness.profile_callable(lambda: self.model(*self.sets.sets[0]),
-                                              self.device, trace)
-        return {"events": events}
+        return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
 
     def baselines(self) -> dict:
         """Eager and torch.compile timed together: a display, cached per problem."""
@@ -307,6 +304,7 @@ class Candidate:
         self.conn, self.job, self.problem, self.model, self.device = conn, job, problem, model, device
         self.before, self.fail = before, fail
         self.sets: list = []
+        self.kept: dict = {}      # timed call number -> its output, until the judge has it
         self.allowed = frozenset(job.get("allowed_ops") or ())
 
     def serve(self) -> None:
@@ -346,28 +344,33 @@ class Candidate:
             self.model(*self.sets.sets[0])        # warm
         return {"sets": len(self.sets.sets)}
 
-    def time(self, calls: int) -> dict:
-        """A block of timed calls; the last call's output is kept for the judge to check."""
-        def call(inputs):
-            self.last_output = self.model(*inputs)
+    def time(self, calls: int, keep: list[int]) -> dict:
+        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge."""
         with torch.no_grad():
-            return harness.time_calls(call, self.sets, calls, self.device,
-                                      untimed=lambda inputs: self.model(*inputs))
+            return harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
+                                      self.device, keep=keep, kept=self.kept)
 
-    def last(self, path: str) -> dict:
-        """The output of the last timed call, as it was returned (not recomputed)."""
+    def kept_output(self, call: int, path: str) -> dict:
+        """The output timed call `call` returned, as it was returned (not recomputed)."""
         harness.synchronize(self.device)
-        outputs, odd = plain_outputs(self.last_output)
+        outputs, odd = plain_outputs(self.kept.pop(call))
         if odd:
             return {"odd_output": odd, "audit": {"compute": [], "launches": {}}}
         transfer.write_tensors(path, outputs)
         return {"written": path, "audit": {"compute": [], "launches": {}}}
 
     def profile(self, trace: str) -> dict:
-        with torch.no_grad():
-            events = harness.profile_callable(lambda: self.model(*self.sets.sets[0]),
-                                              self.device, trace)
-        return {"events": events}
+        return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
+
+
+def profile_fresh(model, sets, device: str, trace: str) -> list[dict]:
+    """One call profiled, on inputs refreshed just before (outside the profile): what the
+    trace shows is the kernel at work, never a memo serving an answer it has seen."""
+    inputs = sets.inputs(sets.calls)
+    sets.calls += 1
+    harness.synchronize(device)
+    with torch.no_grad():
+        return harness.profile_callable(lambda: model(*inputs), device, trace, calls=1)
 
 
 def plain_outputs(value) -> tuple[list, str]:
