@@ -81,8 +81,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5, help="correctness trials (default 5)")
     parser.add_argument("--all", action="store_true", help="every problem in the folders")
     parser.add_argument("--shard", default="1/1", help="I/N: the I-th of N slices of the list")
+    parser.add_argument("--skip", nargs="*", default=[], metavar="JSON",
+                        help="earlier --json outputs: problems already judged there are skipped")
     parser.add_argument("--json")
     args = parser.parse_args()
+    done = {r["problem"] for f in args.skip if Path(f).exists() for r in json.loads(Path(f).read_text())}
     out = Path(tempfile.mkdtemp(prefix="kforge-sweep-"))
     rows = []
     print("| problem | set | state | speedup (paired) | spread | data GiB | peak host GiB | "
@@ -90,6 +93,7 @@ def main() -> None:
     chosen = choose(args.folders, args.pick, args.draw, args.seed) if not args.all else [
         (f, "all") for f in sorted(f for d in args.folders for f in Path(d).glob("*.py"))]
     i, n = map(int, args.shard.split("/"))
+    chosen = [(f, how) for f, how in chosen if f"{f.parent.name}/{f.stem}" not in done]
     for path, how in chosen[i - 1::n]:
         row = {**judge(path, args.target, out, args.trials), "set": how}
         rows.append(row)
