@@ -155,8 +155,12 @@ def runtime_failure(failure: WorkerFailure) -> Result:
                                               "log_tail": tail})
 
 
-class ReferenceFailed(Exception):
-    pass
+class CandidateFailed(Exception):
+    """The candidate failed after its trials (while timed or profiled): its verdict."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.message)
+        self.result = result
 
 
 class Evaluation:
@@ -245,7 +249,10 @@ class Evaluation:
         self.lap("trials")
         if result.state == CORRECT and self.options.measure:
             with DEVICE_LOCK:
-                self.measure(result)
+                try:
+                    self.measure(result)
+                except CandidateFailed as failed:     # e.g. out of memory while timed
+                    self.overturn(result, failed.result)
             self.lap("timing and profile")
         return tampering(result, sorted(self.tampered))
 
@@ -348,7 +355,10 @@ class Evaluation:
         per_block = self.options.timing_budget_s / (2 * rounds)
         counts = []
         for ask in (lambda: self.ask_judge("time", 2), lambda: self.ask_candidate("time", 2, [])):
-            samples = ask()["samples"]
+            reply = ask()
+            if "failed" in reply:
+                raise CandidateFailed(failure_result(reply, self.target))
+            samples = reply["samples"]
             counts.append(int(min(200, max(3, per_block / max(min(samples), 1e-6) * 1e3))))
         return counts[0], counts[1]
 
@@ -366,9 +376,12 @@ class Evaluation:
                 if side == "judge":
                     block[side] = self.ask_judge("time", calls[0])
                     continue
-                keep = [] if k != checked_round else list(range(calls[1])) if calls[1] <= 4 \
+                few = calls[1] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
+                keep = [] if k != checked_round else list(range(calls[1])) if few \
                     else [chooser.randrange(calls[1])]
                 block[side] = self.ask_candidate("time", calls[1], keep)
+                if "failed" in block[side]:
+                    raise CandidateFailed(failure_result(block[side], self.target))
             r, c = (statistics.median(block[s]["samples"]) for s in ("judge", "candidate"))
             eager.append(r)
             cand.append(c)
@@ -462,7 +475,10 @@ class Evaluation:
 
     def profile(self, result: Result) -> None:
         trace, ref_trace = self.folder / "trace.json", self.folder / "reference_trace.json"
-        events = self.ask_candidate("profile", str(trace)).get("events", [])
+        reply = self.ask_candidate("profile", str(trace))
+        if "failed" in reply:
+            raise CandidateFailed(failure_result(reply, self.target))
+        events = reply["events"]
         reference = self.ask_judge("profile", str(ref_trace))["events"]
         result.profile = {"candidate_events": events, "reference_events": reference,
                           "trace": str(trace), "reference_trace": str(ref_trace)}

@@ -52,6 +52,14 @@ def to_device(values, device: str):
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
+def release(device: str) -> None:
+    """Give cached device memory back: the judge and the candidate share one GPU, and blocks
+    one process's allocator keeps are blocks the other cannot have."""
+    if device == "cuda":
+        cuda_synchronize()
+        torch.cuda.empty_cache()
+
+
 def synchronize(device: str) -> None:
     if device == "cuda":
         cuda_synchronize()

@@ -185,6 +185,7 @@ class Judge:
         reply = {"prepared": trial}
         if index == 0:
             reply["summary"] = {**summary, "min_bytes": min_bytes(self.model, inputs, outputs),
+                                "output_bytes": harness.tensor_bytes(outputs),
                                 "output_shapes": [list(o.shape) for o in outputs],
                                 "output_dtypes": [str(o.dtype) for o in outputs]}
         return reply
@@ -195,7 +196,8 @@ class Judge:
         os.unlink(path)
         ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
                                            self.job["policy"], self.report)
-        self.trial = None
+        self.trial = outputs = data = None
+        harness.release(self.device)
         return {"ok": ok, "text": text, "report": self.report.__dict__}
 
     # -- timing, interleaved with the candidate's ---------------------------------------------
@@ -211,11 +213,13 @@ class Judge:
 
     def check_sample(self, call: int, path: str) -> dict:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
-        outputs = self.forward(harness.fresh_copies(self.sets.inputs(call)))
+        outputs = self.forward(self.sets.inputs(call))
         data = transfer.read_tensors(path, self.device)
         os.unlink(path)
         report = Correctness()
         ok, text = correctness.compare_outputs(outputs, data, self.job["policy"], report)
+        del outputs, data
+        harness.release(self.device)
         return {"ok": ok, "text": text}
 
     def profile(self, trace: str) -> dict:
@@ -334,8 +338,10 @@ class Candidate:
         if odd:
             return {"odd_output": odd, "audit": seen}
         transfer.write_tensors(path, outputs)
-        return {"written": path, "audit": seen, "inputs_after": [
-            harness.fingerprint(x) if isinstance(x, torch.Tensor) else None for x in inputs]}
+        after = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None for x in inputs]
+        del value, outputs, inputs
+        harness.release(self.device)
+        return {"written": path, "audit": seen, "inputs_after": after}
 
     def prepare_timing(self, trials: list[dict]) -> dict:
         self.sets = harness.TimingSets([harness.trial_inputs(self.problem, t, self.device)
@@ -354,6 +360,7 @@ class Candidate:
         """The output timed call `call` returned, as it was returned (not recomputed)."""
         harness.synchronize(self.device)
         outputs, odd = plain_outputs(self.kept.pop(call))
+        harness.release(self.device)
         if odd:
             return {"odd_output": odd, "audit": {"compute": [], "launches": {}}}
         transfer.write_tensors(path, outputs)
