@@ -181,6 +181,8 @@ class Judge:
             return {"problem_error": error_report(exc, self.job["problem_label"],
                                                   self.job["problem_source"])}
         self.trial = (trial, before, outputs)
+        del inputs
+        harness.release(self.device)        # the reference's temporaries: the candidate's now
         self.report.trials = index + 1
         reply = {"prepared": trial}
         if index == 0:
@@ -209,7 +211,9 @@ class Judge:
 
     def time(self, calls: int) -> dict:
         with torch.no_grad():
-            return harness.time_calls(lambda x: self.model(*x), self.sets, calls, self.device)
+            timed = harness.time_calls(lambda x: self.model(*x), self.sets, calls, self.device)
+        harness.release(self.device)
+        return timed
 
     def check_sample(self, call: int, path: str) -> dict:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
@@ -353,8 +357,10 @@ class Candidate:
     def time(self, calls: int, keep: list[int]) -> dict:
         """A block of timed calls; the outputs of the calls in `keep` are kept for the judge."""
         with torch.no_grad():
-            return harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
-                                      self.device, keep=keep, kept=self.kept)
+            timed = harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
+                                       self.device, keep=keep, kept=self.kept)
+        harness.release(self.device)
+        return timed
 
     def kept_output(self, call: int, path: str) -> dict:
         """The output timed call `call` returned, as it was returned (not recomputed)."""
