@@ -181,8 +181,6 @@ class Judge:
             return {"problem_error": error_report(exc, self.job["problem_label"],
                                                   self.job["problem_source"])}
         self.trial = (trial, before, outputs)
-        del inputs
-        harness.release(self.device)        # the reference's temporaries: the candidate's now
         self.report.trials = index + 1
         reply = {"prepared": trial}
         if index == 0:
@@ -190,6 +188,8 @@ class Judge:
                                 "output_bytes": harness.tensor_bytes(outputs),
                                 "output_shapes": [list(o.shape) for o in outputs],
                                 "output_dtypes": [str(o.dtype) for o in outputs]}
+        del inputs
+        harness.release(self.device)        # the reference's temporaries: the candidate's now
         return reply
 
     def check(self, path: str, inputs_after: list) -> dict:
