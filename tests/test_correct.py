@@ -60,3 +60,16 @@ def test_torch_compile_baseline_time_is_reported(judge, kforge_cache):
     assert t.speedup_vs_compile == pytest.approx(
         t.speedup_vs_eager * entry["compile_ms"] / entry["eager_ms"])
     assert "torch.compile" in result.summary()
+
+
+def test_a_module_that_draws_random_numbers_is_judged_on_the_same_draws(options):
+    """Dropout in training mode: every trial and every checked timed call seeds the generators
+    the same way on both sides, so the reference's own forward is `correct` against itself."""
+    from kforge_nb.evaluator import evaluate
+    from kforge_nb.guardrails import Guardrails
+    from tests.support.evaluator import load_problem
+    problem = load_problem("dropout_train")
+    candidate = problem.source + "\n\nclass ModelNew(Model):\n    pass\n"
+    result = evaluate(problem, candidate, "cpp", options(guardrails=Guardrails(allow=["*"])))
+    assert result.state == CORRECT, result.message
+    assert result.timing.rounds >= 3

@@ -157,12 +157,18 @@ class TimingSets:
         self.calls = 0
 
     def inputs(self, k: int) -> list:
+        """Set k mod n, refreshed for call k; the random generators are seeded for call k
+        too, so a module that draws random numbers (dropout) draws the same on both sides."""
         j = k % len(self.sets)
         factor = call_factor(k)
         for live, pristine in zip(self.sets[j], self.pristine[j]):
             if isinstance(live, torch.Tensor) and live.is_floating_point():
                 torch.mul(pristine, factor, out=live)
+        torch.manual_seed(CALL_SEED + k)
         return self.sets[j]
+
+
+CALL_SEED = 1 << 20
 
 
 def call_factor(k: int) -> float:
