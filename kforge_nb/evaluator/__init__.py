@@ -253,7 +253,6 @@ class Evaluation:
                     self.measure(result)
                 except CandidateFailed as failed:     # e.g. out of memory while timed
                     self.overturn(result, failed.result)
-            self.lap("timing and profile")
         return tampering(result, sorted(self.tampered))
 
     def lap(self, phase: str) -> None:
@@ -348,7 +347,9 @@ class Evaluation:
         if self.check_timed_calls(result, paired["kept"]):
             return
         self.fill_timing(result, paired, speedup, rechecked, note)
+        self.lap("timing")
         self.profile(result)
+        self.lap("profile")
 
     def calibrate(self, rounds: int) -> tuple[int, int]:
         """Calls per block on each side, so that all blocks together take about the budget."""
@@ -359,7 +360,8 @@ class Evaluation:
             if "failed" in reply:
                 raise CandidateFailed(failure_result(reply, self.target))
             samples = reply["samples"]
-            counts.append(int(min(200, max(3, per_block / max(min(samples), 1e-6) * 1e3))))
+            # 50 calls a block at most: 7 rounds give hundreds of samples a side already
+            counts.append(int(min(50, max(3, per_block / max(min(samples), 1e-6) * 1e3))))
         return counts[0], counts[1]
 
     def interleave(self, rounds: int, calls: tuple[int, int]) -> dict:
