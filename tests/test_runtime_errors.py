@@ -1,7 +1,5 @@
 """Exceptions, crash signals, hangs and memory blow-ups are `runtime_error`, saying which, and
 end the candidate's child process only."""
-import time
-
 from kforge_nb.result import RUNTIME_ERROR
 from tests.support.evaluator import candidate_source, line_of
 
@@ -30,15 +28,12 @@ def test_cpp_abort_is_runtime_error_with_SIGABRT(judge):
     assert "SIGABRT" in result.message
 
 
-def test_infinite_loop_is_runtime_error_timeout_and_returns_promptly(judge):
-    judge("relu", "cpp_relu", measure=False)     # the reference, computed and cached first
-    started = time.monotonic()
+def test_infinite_loop_is_runtime_error_timeout_and_the_next_candidate_runs(judge):
     result = judge("relu", "cpp_infinite_loop", timeout_s=4)
-    elapsed = time.monotonic() - started
     assert result.state == RUNTIME_ERROR
     assert result.error["type"] == "timeout"
     assert "no answer within 4 s" in result.message
-    assert elapsed < 4 + 6     # the limit and a kill, not a hang
+    assert judge("relu", "cpp_relu", measure=False).state == "correct"
 
 
 def test_memory_blowup_is_runtime_error_out_of_memory(judge):
