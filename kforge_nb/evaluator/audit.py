@@ -21,6 +21,7 @@ import sys
 from collections import Counter
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Ops that move, view, allocate or fill memory: a kernel's wrapper may use them freely.
@@ -60,14 +61,18 @@ class Audit(TorchDispatchMode):
         self.filename, self.allowed = filename, allowed
         self.compute: Counter = Counter()        # (op, "line N: text" or where) -> calls
         self.ops: Counter = Counter()            # every op name seen, harmless ones too
+        self.scope = AllowedScope({leaf(a) for a in allowed})
 
     def __enter__(self):
         ACTIVE.append(self)
+        self.scope.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc):
         ACTIVE.remove(self)
-        return super().__exit__(*exc)
+        out = super().__exit__(*exc)
+        self.scope.__exit__(*exc)
+        return out
 
     def host(self, what: str) -> None:
         """Tensor data taken out of torch into Python or NumPy, where no dispatch sees what
@@ -81,7 +86,7 @@ class Audit(TorchDispatchMode):
         raw = func.overloadpacket.__name__
         name = raw.rstrip("_") or raw            # add_ is add, done in place
         self.ops[name] += 1
-        harmless = raw in HARMLESS or name in HARMLESS
+        harmless = raw in HARMLESS or name in HARMLESS or self.scope.depth > 0
         if not harmless and not {name, raw, f"aten.{name}", "*"} & self.allowed:
             where = self.caller()
             if where is not None:
@@ -102,6 +107,28 @@ class Audit(TorchDispatchMode):
                 return f"{os.path.basename(path)}:{frame.f_lineno}"
             frame = frame.f_back
         return "outside any Python frame"
+
+
+def leaf(token: str) -> str:
+    """`F.linear`, `torch.nn.functional.linear`, `Tensor.softmax` -> `linear`, `softmax`."""
+    return token.rsplit(".", 1)[-1].strip("_")
+
+
+class AllowedScope(TorchFunctionMode):
+    """While a torch function the user (or the agent, saying so) allowed runs, whatever it
+    dispatches is allowed too: `--allow linear` covers the addmm that F.linear becomes."""
+
+    def __init__(self, leaves: set[str]):
+        super().__init__()
+        self.leaves, self.depth = leaves, 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        allowed = leaf(getattr(func, "__name__", "")) in self.leaves
+        self.depth += allowed
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.depth -= allowed
 
 
 # --- launches -----------------------------------------------------------------------------------

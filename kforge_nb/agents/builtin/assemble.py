@@ -28,8 +28,8 @@ def kept_summary(plan: Plan, vendor_matmul: bool) -> tuple[list[str], list[str]]
     for kind, item in plan.steps:
         if kind == "host" and item.fn == "kept":
             labels.append(item.attrs.get("label") or item.attrs["expr"])
-            if item.attrs.get("allow"):
-                allow.append(item.attrs["allow"])
+            if item.attrs.get("allow"):     # one token, or a module's functions, comma-joined
+                allow += item.attrs["allow"].split(",")
         elif kind == "matmul" and vendor_matmul:
             labels.append(f"{item.fn} (vendor GEMM)")
             allow.append(item.fn)

@@ -434,6 +434,7 @@ class Lowerer:
             module = self.model.get_submodule(fx.target)
             expr = call(attr_expr(fx.target), tail(0))
             label = f"{type(module).__name__} (self.{fx.target})"
+            allow = ",".join(self.functions_called(module, fx))
         elif fx.op == "get_attr":
             expr, kind = attr_expr(fx.target), "python"
         elif fx.op == "call_method" or (fx.op == "call_function" and
@@ -459,6 +460,22 @@ class Lowerer:
         if label:
             self.kept.append((label, allow))
         return node
+
+    def functions_called(self, module: torch.nn.Module, fx) -> list[str]:
+        """The torch functions a kept submodule calls (Conv2d -> conv2d): the evaluator allows
+        what they dispatch, and nothing else, in the candidate's forward."""
+        from torch.overrides import TorchFunctionMode
+        names: list[str] = []
+
+        class Record(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                names.append(getattr(func, "__name__", ""))
+                return func(*args, **(kwargs or {}))
+        args = torch.fx.node.map_arg(fx.args, lambda n: self.values.get(n))
+        kwargs = torch.fx.node.map_arg(fx.kwargs, lambda n: self.values.get(n))
+        with Record(), torch.no_grad():
+            module(*args, **kwargs)
+        return sorted({n for n in names if n and not n.startswith("__")})
 
     def function_expr(self, target, args, kwargs, refs):
         """(expr, kind, allow token, label) for a call_function the agent keeps."""
