@@ -164,21 +164,20 @@ def test_one_dimensional_error_maps_are_drawn_as_bars():
 
 
 def test_builtin_agent_offline_in_review_mode_follows_the_buttons(ip, kforge, monkeypatch):
-    import pytest
-    try:
-        from kforge_nb.agents.builtin import BuiltinAnalyst, BuiltinGenerator  # noqa: F401
-    except ImportError:
-        pytest.skip("the builtin offline agent is not in this checkout yet")
+    """Whatever the builtin analyst concludes from this machine's timings (a change, or "no
+    further change expected"), review mode asks, and a redirect always goes on: the outcome
+    does not depend on the machine's speed."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     session = kforge("--iterations 3 --provider builtin --mode review")
     dash = magics(ip).dashboard
     wait_for(session, "recommendation", 1)
-    dash.buttons["accept"].click()
+    dash.redirect_text.value = "keep the kernel as it is"
+    dash.buttons["redirect"].click()
     wait_for(session, "recommendation", 2)
     dash.redirect_text.value = "use a single pass with an online softmax"
     dash.buttons["redirect"].click()
     session.wait(120)
     assert session.provider_description.startswith("builtin")
     assert [a.decision.kind if a.decision else None for a in session.history] == \
-        [None, "accept", "redirect"]
+        [None, "redirect", "redirect"]
     assert session.history[0].result.state == "correct" and session.best is not None

@@ -23,6 +23,8 @@ class AgentConfig:
     hint: str = ""
     precision: str = "strict"
     max_tokens: int = 8192
+    analyst: object | None = None            # an AnalysisAgent of your own (a script, a rule
+    #                                          set): replaces the provider's analysis role
 
 
 def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, str, list[str]]:
@@ -33,7 +35,8 @@ def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, st
         notices.append(notice)
     if name == "builtin":
         from .builtin import BuiltinAnalyst, BuiltinGenerator
-        return BuiltinGenerator(), BuiltinAnalyst(), "builtin (offline, no LLM)", notices
+        return BuiltinGenerator(), config.analyst or BuiltinAnalyst(), \
+            "builtin (offline, no LLM)", notices
 
     def provider_for(role: str, provider_name: str, model: str | None):
         if config.replay:
@@ -48,7 +51,7 @@ def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, st
     ana_provider = provider_for("analysis", analysis_name, config.analysis_model or config.model)
     generator = LLMGenerator(gen_provider, prompts, config.max_tokens, config.hint,
                              config.precision)
-    analyst = LLMAnalyst(ana_provider, prompts)
+    analyst = config.analyst or LLMAnalyst(ana_provider, prompts)
     description = f"{gen_provider.name}:{gen_provider.model}"
     if ana_provider.model != gen_provider.model:
         description += f" (analysis {ana_provider.name}:{ana_provider.model})"

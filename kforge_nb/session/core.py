@@ -56,6 +56,9 @@ class Session:
         self.history: list[Attempt] = []
         self.events: list[Event] = []
         self.usage = Usage()
+        self._usage_lock = threading.Lock()
+        self._in_flight = 0                  # generation calls under way (budget reservations)
+        self._largest_call = Usage()         # the largest single call so far, as an estimate
         self._subscribers: list[Callable[[Event], None]] = []
         self._stop = threading.Event()
         self._done = threading.Event()
@@ -202,16 +205,23 @@ class Session:
                 self._round(iteration, kind, last, None, None)
             else:
                 recommendation = self._recommend(best_before, iteration)
-                if recommendation.action.get("kind") == "done":
+                done = recommendation.action.get("kind") == "done"
+                if done and self.mode != "review":
                     self.finish_reason = f"the analyst has nothing further to recommend " \
                                          f"({recommendation.title})"
                     return
+                # In review mode a person answers every recommendation, "done" included:
+                # accepting it ends the run, a redirect or an edit goes on with their words.
                 decision = self.policy.decide(recommendation)
                 self._emit("decision", iteration, kind=decision.kind, text=decision.text)
                 self._save_json(iteration, "decision.json", {"kind": decision.kind,
                                                              "text": decision.text})
                 if decision.kind == STOP or self._stop.is_set():
                     self.finish_reason = "stopped by the user"
+                    return
+                if done and decision.kind in (ACCEPT, SKIP):
+                    self.finish_reason = f"the analyst has nothing further to recommend " \
+                                         f"({recommendation.title}); you agreed"
                     return
                 if decision.kind == SKIP:
                     continue
@@ -234,6 +244,17 @@ class Session:
                recommendation: Recommendation | None, decision: Decision | None,
                instruction: str | None = None) -> None:
         def one(sample: int) -> None:
+            if not self._reserve():
+                self._emit("notice", iteration, text=f"sample {sample} not asked for: the "
+                           "token or cost budget would not cover it")
+                return
+            try:
+                generate(sample)
+            finally:
+                with self._usage_lock:
+                    self._in_flight -= 1
+
+        def generate(sample: int) -> None:
             request = GenerationRequest(
                 problem=self.problem, target=self.target.name, kind=kind, iteration=iteration,
                 previous_code=base.code if base else None,
@@ -243,7 +264,11 @@ class Session:
                 translate_from=self.translate_from, sample=sample,
                 precision=self.options.precision)
             generation = self.generator.generate(request)
-            self.usage = self.usage + generation.usage
+            with self._usage_lock:          # samples of one round finish on several threads
+                self.usage = self.usage + generation.usage
+                self._largest_call = max(self._largest_call, generation.usage,
+                                         key=lambda u: (u.input_tokens + u.output_tokens,
+                                                        u.cost_usd))
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
                        failure=generation.failure, usage=vars(generation.usage),
                        notes=generation.notes)
@@ -256,11 +281,27 @@ class Session:
                 self._evaluate(generation.code, iteration, sample, generation, kind,
                                recommendation, decision)
         samples = max(1, self.budget.samples)
-        if samples == 1:
-            one(0)
-        else:
-            with ThreadPoolExecutor(samples) as pool:
-                list(pool.map(one, range(samples)))
+        first = 0 if self._largest_call.calls else 1   # a first call alone: its size is the
+        for sample in range(first):                    # estimate the others reserve
+            one(sample)
+        if samples > first:
+            with ThreadPoolExecutor(samples - first) as pool:
+                list(pool.map(one, range(first, samples)))
+
+    def _reserve(self) -> bool:
+        """Count one more call in flight if the budget covers it and every call already in
+        flight, each reckoned as large as the largest call so far: N concurrent samples
+        cannot overshoot a token or cost budget by N-1 calls."""
+        with self._usage_lock:
+            calls = self._in_flight + 1
+            big = self._largest_call
+            projected = Usage(self.usage.input_tokens + calls * big.input_tokens,
+                              self.usage.output_tokens + calls * big.output_tokens,
+                              self.usage.cost_usd + calls * big.cost_usd)
+            if self.budget.exhausted(projected, 0.0, None) and (big.calls or self._in_flight):
+                return False
+            self._in_flight += 1
+            return True
 
     def _evaluate(self, code: str, iteration: int, sample: int, generation: Generation | None,
                   kind: str, recommendation=None, decision=None) -> Attempt:

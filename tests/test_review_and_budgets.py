@@ -1,0 +1,78 @@
+"""Review mode asks about every recommendation, "done" included; budgets hold with several
+samples a round. Driven by a scripted analyst and a scripted Messages API on 127.0.0.1, so no
+outcome depends on the machine's speed."""
+from __future__ import annotations
+
+import threading
+
+from kforge_nb.agents import AgentConfig
+from kforge_nb.agents.base import Recommendation
+from kforge_nb.session import Budget, Session
+from tests.test_session_anthropic import GOOD, PROBLEM, answer, api, options  # noqa: F401
+
+
+class ScriptedAnalyst:
+    """An analysis agent that answers from a list: what a rule set or a teacher would say."""
+
+    def __init__(self, script: list[Recommendation]):
+        self.script, self.asked = list(script), 0
+
+    def analyse(self, request) -> Recommendation:
+        self.asked += 1
+        return self.script.pop(0)
+
+
+DONE = Recommendation("no further change expected", "nothing left to try", action={"kind": "done"})
+
+
+def review_session(tmp_path, analyst, iterations=3) -> Session:
+    return Session(PROBLEM, "cpp", AgentConfig(provider="builtin", analyst=analyst),
+                   Budget(iterations=iterations, patience=None), options(tmp_path),
+                   mode="review", out=tmp_path)
+
+
+def wait_for_events(session: Session, kind: str, count: int) -> None:
+    done = threading.Event()
+    while sum(e.kind == kind for e in session.events) < count:
+        assert session.running, session.finish_reason
+        done.wait(0.05)
+
+
+def test_done_is_asked_in_review_mode_and_a_redirect_goes_on(tmp_path):
+    analyst = ScriptedAnalyst([DONE, DONE])
+    session = review_session(tmp_path, analyst).start()
+    wait_for_events(session, "recommendation", 1)
+    assert session.running                               # waiting for the person, not ended
+    session.redirect("try one more layout anyway")
+    wait_for_events(session, "recommendation", 2)
+    session.accept()                                     # agreeing that nothing is left
+    session.wait(120)
+    assert [a.decision.kind if a.decision else None for a in session.history] == \
+        [None, "redirect"]
+    assert session.history[1].decision.text == "try one more layout anyway"
+    assert session.finish_reason.endswith("you agreed")
+    assert analyst.asked == 2
+
+
+def test_done_ends_an_auto_session_without_asking(tmp_path):
+    analyst = ScriptedAnalyst([DONE])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="builtin", analyst=analyst),
+                      Budget(iterations=3, patience=None), options(tmp_path), out=tmp_path)
+    session.run()
+    assert len(session.history) == 1
+    assert session.finish_reason.startswith("the analyst has nothing further")
+
+
+def test_concurrent_samples_do_not_overshoot_a_token_budget(api, tmp_path):  # noqa: F811
+    per_call = {"input_tokens": 100, "output_tokens": 100}
+    server = api([{**answer(GOOD), **per_call} for _ in range(4)])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=1, samples=4, tokens=500, patience=None),
+                      options(tmp_path), out=tmp_path)
+    session.run()
+    # The first call alone sizes the estimate (200 tokens); then 200 + 2 x 200 > 500 refuses
+    # a third: two calls, 400 tokens. Without reserving, all four would have gone (800).
+    assert len(server.requests) == 2
+    assert session.usage.input_tokens + session.usage.output_tokens == 400
+    assert sum(e.kind == "notice" and "not asked for" in e.data.get("text", "")
+               for e in session.events) == 2
