@@ -16,14 +16,38 @@ from . import __version__
 EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
 
 
+def positive(kind):
+    """An argparse type: a number above zero, said plainly when it is not (exit 2)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def at_least_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def add_eval_options(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that evaluates candidates."""
     from .evaluator.correctness import POLICIES
     p.add_argument("--target", default="auto", help="cpp, triton, cuda, metal or auto "
                    "(triton with a CUDA GPU, cpp otherwise)")
-    p.add_argument("--trials", type=int, default=5, help="correctness trials, each with fresh "
+    p.add_argument("--trials", type=positive(int), default=5, help="correctness trials, each with fresh "
                    "random inputs (default 5)")
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds a candidate may take "
+    p.add_argument("--timeout", type=positive(float), default=180.0, help="seconds a candidate may take "
                    "(default 180)")
     p.add_argument("--out", default="kforge-runs", help="artifacts folder (default kforge-runs)")
     p.add_argument("--precision", choices=POLICIES, default="strict", help="precision policy: "
@@ -66,8 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="generation model (default: the provider's)")
     p.add_argument("--analysis-model", help="analysis model (default: --model)")
     p.add_argument("--analysis-provider", help="analysis provider (default: --provider)")
-    p.add_argument("--iterations", type=int, default=8, help="rounds (default 8)")
-    p.add_argument("--samples", type=int, default=1, help="candidates per round, evaluated "
+    p.add_argument("--iterations", type=positive(int), default=8, help="rounds (default 8)")
+    p.add_argument("--samples", type=positive(int), default=1, help="candidates per round, evaluated "
                    "concurrently; the best is kept (default 1)")
     p.add_argument("--from", dest="translate_from", metavar="RUN_OR_FILE",
                    help="a verified kernel (file, or run folder) for another target to translate")
@@ -81,12 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hint", default="", help="an instruction added to every generation prompt")
     p.add_argument("--prompts", metavar="DIR", help="folder of Jinja2 templates overriding the "
                    "built-in ones (generate.j2, generate.iter3.j2, analyse.j2, ...)")
-    p.add_argument("--wall-time", type=float, help="stop after this many seconds")
-    p.add_argument("--max-tokens", type=int, help="stop once this many tokens are used")
-    p.add_argument("--max-cost", type=float, help="stop once this many USD are spent")
-    p.add_argument("--target-speedup", type=float, help="stop once the best is this much "
+    p.add_argument("--wall-time", type=positive(float), help="stop after this many seconds")
+    p.add_argument("--max-tokens", type=positive(int), help="stop once this many tokens are used")
+    p.add_argument("--max-cost", type=positive(float), help="stop once this many USD are spent")
+    p.add_argument("--target-speedup", type=positive(float), help="stop once the best is this much "
                    "faster than eager")
-    p.add_argument("--patience", type=int, default=3, help="stop after this many optimisation "
+    p.add_argument("--patience", type=at_least_zero, default=3, help="stop after this many optimisation "
                    "rounds without improvement (default 3)")
     p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     add_eval_options(p)
@@ -96,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("problems", nargs="+", help="problem files or folders of them")
     p.add_argument("--provider", default="builtin", help="provider (default builtin)")
     p.add_argument("--model", help="generation model")
-    p.add_argument("--iterations", type=int, default=3, help="rounds per problem (default 3)")
-    p.add_argument("--samples", type=int, default=1)
+    p.add_argument("--iterations", type=positive(int), default=3, help="rounds per problem (default 3)")
+    p.add_argument("--samples", type=positive(int), default=1)
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     add_eval_options(p)
     p.set_defaults(func=cmd_bench)

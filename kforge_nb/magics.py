@@ -29,6 +29,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 from traitlets import Bool, Enum, Float, Int, Unicode
+from .cli import positive
 
 SUBCOMMANDS = "last, stop, eval CANDIDATE_VAR_OR_FILE, config"
 # trait name -> attribute of the `kforge run` namespace it sets
@@ -77,8 +78,8 @@ class KForgeMagics(Magics):
     @argument("--model", help="generation model")
     @argument("--analysis-model", help="analysis model (default: --model)")
     @argument("--analysis-provider", help="analysis provider (default: --provider)")
-    @argument("--iterations", type=int, help="rounds (kforge run's default: 8)")
-    @argument("--samples", type=int, help="candidates per round")
+    @argument("--iterations", type=positive(int), help="rounds (kforge run's default: 8)")
+    @argument("--samples", type=positive(int), help="candidates per round")
     @argument("--mode", choices=["auto", "review"], help="auto accepts every recommendation; "
               "review waits for Accept/Edit/Redirect/Skip/Stop")
     @argument("--hint", help="an instruction added to every generation prompt")
@@ -93,11 +94,11 @@ class KForgeMagics(Magics):
     @argument("--replay", metavar="FILE", help="replay a recording instead of calling a model")
     @argument("--prompts", metavar="DIR", help="Jinja2 templates overriding the built-in ones")
     @argument("--precision", help="strict (default), tf32, bf16 or fp16")
-    @argument("--trials", type=int, help="correctness trials")
-    @argument("--timeout", type=float, help="seconds a candidate may take")
-    @argument("--wall-time", type=float, help="stop after this many seconds")
-    @argument("--max-tokens", type=int, help="stop once this many tokens are used")
-    @argument("--max-cost", type=float, help="stop once this many USD are spent")
+    @argument("--trials", type=positive(int), help="correctness trials")
+    @argument("--timeout", type=positive(float), help="seconds a candidate may take")
+    @argument("--wall-time", type=positive(float), help="stop after this many seconds")
+    @argument("--max-tokens", type=positive(int), help="stop once this many tokens are used")
+    @argument("--max-cost", type=positive(float), help="stop once this many USD are spent")
     @argument("--target-speedup", type=float, help="stop once the best beats eager this much")
     @argument("--patience", type=int, help="optimisation rounds without improvement")
     @argument("--no-compile-baseline", action="store_true", default=None,
