@@ -152,7 +152,15 @@ def test_unknown_target_is_a_usage_error(ip, capsys):
 def test_cell_missing_an_import_says_the_reference_runs_elsewhere(ip, capsys):
     cell = "class Model(nn.Module):\n    pass\n\ndef get_inputs():\n    return []\n"
     shown = usage_error(ip, capsys, f"%%kforge --target cpp\n{cell}")
-    assert "NameError at line 1" in shown and "separate process" in shown
+    # line 2 as the editor numbers it: the %%kforge line is line 1
+    assert "NameError at line 2 ('class Model(nn.Module):')" in shown
+    assert "separate process" in shown
+
+
+def test_a_syntax_error_names_the_line_the_editor_shows(ip, capsys):
+    cell = "import torch\nimport torch.nn as nn\nclass Model(nn.Module)\n    pass\n"
+    shown = usage_error(ip, capsys, f"%%kforge --target cpp\n{cell}")
+    assert "the cell does not parse: line 4: expected ':'" in shown
 
 
 def test_cell_without_get_inputs_asks_for_inputs(ip, capsys):

@@ -65,7 +65,9 @@ def problem_from_cell(cell: str, user_ns: dict, out: str | Path, inputs: str | N
 def run_cell(cell: str) -> dict:
     """Execute the cell in a fresh namespace; report its first error as one paragraph."""
     try:
-        code = compile(cell, "<%%kforge cell>", "exec")
+        # one blank line for the `%%kforge` line above the body: line numbers in messages are
+        # the ones the notebook's editor shows
+        code = compile("\n" + cell, "<%%kforge cell>", "exec")
     except SyntaxError as err:
         raise CellError(f"the cell does not parse: line {err.lineno}: {err.msg} "
                         f"({(err.text or '').strip()!r}).") from None
@@ -87,9 +89,9 @@ def cell_line(err: BaseException, cell: str) -> str:
               if f.filename == "<%%kforge cell>"]
     if not frames:
         return ""
-    lines = cell.splitlines()
+    lines = ["%%kforge"] + cell.splitlines()       # as the editor numbers them
     n = frames[-1].lineno
-    return f" at line {n} ({lines[n - 1].strip()!r})" if 0 < n <= len(lines) else ""
+    return f" at line {n} ({lines[n - 1].strip()!r})" if 1 < n <= len(lines) else ""
 
 
 def module_class(namespace: dict, name: str | None) -> type:
