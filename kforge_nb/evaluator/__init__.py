@@ -82,8 +82,8 @@ def evaluate(problem: Problem, candidate: str, target: str | Target = "auto",
     """Judge one candidate. See the module docstring for the protocol."""
     options = options or EvalOptions()
     target = get_target(target) if isinstance(target, str) else target
-    folder = Path(folder) if folder else artifacts.new_folder(
-        options.out_dir, f"{problem.name}-{target.name}")
+    folder = (Path(folder) if folder else artifacts.new_folder(
+        options.out_dir, f"{problem.name}-{target.name}")).resolve()   # workers chdir
     started = time.monotonic()
     artifacts.write_text(folder / "candidate.py", candidate)
     artifacts.write_text(folder / "reference.py", problem.source)

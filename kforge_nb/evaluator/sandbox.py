@@ -69,6 +69,7 @@ def plan(folder: Path, enabled: bool) -> dict:
     """What the worker will set up (decided in the parent, carried out in the child)."""
     if not enabled:
         return {"enabled": False}
+    folder = Path(folder).resolve()      # the worker changes directory into its home
     home = folder / "sandbox"
     caches = kernel_caches(dict(os.environ))
     return {"enabled": True, "home": str(home), "caches": caches,
