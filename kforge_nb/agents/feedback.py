@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from ..result import CORRECT, Result
 
-PROFILED_CALLS = 3   # harness.profile_callable runs the forward this many times
+PROFILED_CALLS = 1   # the evaluator profiles one call (on inputs no memo has seen)
 
 
 def describe_result(result: Result) -> str:
@@ -78,6 +78,6 @@ def summary_text(s: dict) -> str:
     if s.get("launches") is not None:
         lines.append(f"Launches per forward: {s['launches']}")
     if s.get("top_kernels"):
-        lines.append("Top kernels: " + ", ".join(f"{k['name']} {k['share']:.0%}"
-                                                 for k in s["top_kernels"]))
+        lines.append("Top kernels (share of the candidate's time):")
+        lines += [f"  - {k['name']} {k['share']:.0%}" for k in s["top_kernels"]]
     return "\n".join(lines)

@@ -16,17 +16,23 @@ from pathlib import Path
 from .base import ProviderError, Reply
 
 
-MEASUREMENT = re.compile(r"\d+\.\d+(?:e[-+]?\d+)?|\d+(?:\.\d+)?%|n/a")
+UNIT = r"\s?(?:%|x\b|ms\b|us\b|s\b|[KMGT]?B/s|[KMGTP]?FLOP/s)"
+# a decimal (with its unit, if any), or a whole number that has a unit
+MEASUREMENT = re.compile(rf"(?:\d+\.\d+(?:e[-+]?\d+)?(?:{UNIT})?|\d+(?:e[-+]?\d+)?{UNIT}|n/a)")
 
 
 def normalised(text: str) -> str:
-    """Prompts quote measured times that differ run to run; the rest must match exactly."""
+    """Prompts quote measurements that differ run to run: decimals, and whole numbers with a
+    unit (0.98x one run, 1x the next; 123 ms). Sizes in the problem's source still count."""
     return MEASUREMENT.sub("#", text)
 
 
 def request_digest(system: str, messages: list[dict]) -> str:
+    """A prompt's identity: its words, not its measurements, nor the order of lines that a
+    measurement sorts (the top kernels by time share)."""
     text = normalised(json.dumps([system, messages], sort_keys=True))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    lines = sorted(text.replace("\\n", "\n").splitlines())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
 class Recorder:
