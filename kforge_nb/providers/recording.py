@@ -30,8 +30,10 @@ def normalised(text: str) -> str:
 def request_digest(system: str, messages: list[dict]) -> str:
     """A prompt's identity: its words, not its measurements, nor the order of lines that a
     measurement sorts (the top kernels by time share)."""
-    text = normalised(json.dumps([system, messages], sort_keys=True))
-    lines = sorted(text.replace("\\n", "\n").splitlines())
+    parts = [system] + [f"{m.get('role')}\n" + (m["content"] if isinstance(m.get("content"), str)
+                                                else json.dumps(m.get("content"), sort_keys=True))
+                        for m in messages]
+    lines = sorted(line for part in parts for line in normalised(part).splitlines())
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
