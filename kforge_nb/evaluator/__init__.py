@@ -390,7 +390,8 @@ class Evaluation:
             ratios.append(r / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
-            kept = kept if k != checked_round else block["candidate"]["kept"]
+            if k == checked_round:
+                kept = block["candidate"]["kept"]
         return {"eager": eager, "candidate": cand, "ratios": ratios, "walls": walls,
                 "calls": calls, "kept": kept}
 

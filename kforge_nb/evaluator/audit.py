@@ -60,7 +60,6 @@ class Audit(TorchDispatchMode):
         super().__init__()
         self.filename, self.allowed = filename, allowed
         self.compute: Counter = Counter()        # (op, "line N: text" or where) -> calls
-        self.ops: Counter = Counter()            # every op name seen, harmless ones too
         self.scope = AllowedScope({leaf(a) for a in allowed})
 
     def __enter__(self):
@@ -85,7 +84,6 @@ class Audit(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         raw = func.overloadpacket.__name__
         name = raw.rstrip("_") or raw            # add_ is add, done in place
-        self.ops[name] += 1
         harmless = raw in HARMLESS or name in HARMLESS or self.scope.depth > 0
         if not harmless and not {name, raw, f"aten.{name}", "*"} & self.allowed:
             where = self.caller()

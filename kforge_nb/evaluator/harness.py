@@ -19,7 +19,6 @@ import torch
 perf_counter_ns = time.perf_counter_ns
 torch_save = torch.save
 torch_load = torch.load
-json_dump = json.dump
 CudaEvent = torch.cuda.Event
 event_record = torch.cuda.Event.record
 event_elapsed = torch.cuda.Event.elapsed_time
@@ -283,13 +282,6 @@ def outermost(events: list[dict]) -> list[dict]:
         kept.append(e)
         end_by_thread[e.get("tid")] = end
     return sorted(kept, key=lambda e: float(e["ts"]))
-
-
-def write_json(path: str | Path, data: dict) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json_dump(data, f)
-    os.replace(tmp, path)
 
 
 def save_tensors(path: str | Path, data) -> None:

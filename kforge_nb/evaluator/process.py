@@ -114,32 +114,23 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident anonymous memory of a process tree: what it allocated, not the files it maps."""
-    total = 0
+def memory(pid: int) -> tuple[int, int]:
+    """(resident anonymous memory of a process tree, what its cap is checked against; the
+    largest VmHWM in it, libraries included, so a peak between two samples is not missed).
+    A sandbox's outer processes share the worker's pages: the peak is a maximum, not a sum."""
+    anonymous = peak = 0
+    page = os.sysconf("SC_PAGE_SIZE")
     for p in descendants(pid):
         try:
             with open(f"/proc/{p}/statm") as f:
                 fields = f.read().split()
-            total += (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError):
-            pass
-    return total
-
-
-def peak_bytes(pid: int) -> int:
-    """The high-water mark of resident memory (VmHWM, libraries included) of the largest
-    process in a tree (a sandbox's outer processes share the worker's pages): a peak between
-    two samples is not missed."""
-    peak = 0
-    for p in descendants(pid):
-        try:
+            anonymous += (int(fields[1]) - int(fields[2])) * page
             with open(f"/proc/{p}/status") as f:
                 peak = max(peak, next((int(line.split()[1]) * 1024 for line in f
                                        if line.startswith("VmHWM:")), 0))
-        except OSError:
+        except (OSError, IndexError):
             pass
-    return peak
+    return anonymous, peak
 
 
 class LogSink:
@@ -213,7 +204,8 @@ class Worker:
     def recv(self) -> dict:
         eof = False
         while True:
-            self.peak_rss = max(self.peak_rss, peak_bytes(self.pid))
+            rss, peak = memory(self.pid)
+            self.peak_rss = max(self.peak_rss, peak)
             if not eof and self.conn.poll(0.05):
                 try:
                     return self.conn.recv()
@@ -228,8 +220,6 @@ class Worker:
                                     "before reporting", self.log.text_tail())
             if eof:
                 time.sleep(0.02)
-            rss = rss_bytes(self.pid)
-            self.peak_rss = max(self.peak_rss, rss)
             if rss > self.memory_bytes:
                 self.kill()
                 raise WorkerFailure("out_of_memory", f"the worker used {rss / 2**30:.2f} GiB of "

@@ -170,9 +170,8 @@ def read_only_outside(writable: list[str], new_proc: bool) -> str:
         for path in writable:
             Path(path).mkdir(parents=True, exist_ok=True)
             _mount(path, path, None, MS_BIND | MS_REC)
-        keep = set(writable)
-        for mount in mount_points():
-            if mount in keep or any(mount == k or mount.startswith(k + "/") for k in KEEP_MOUNTS):
+        for mount, _ in mount_points():
+            if left_alone(mount, writable):
                 continue
             try:
                 _mount(None, mount, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
@@ -182,26 +181,22 @@ def read_only_outside(writable: list[str], new_proc: bool) -> str:
             _mount("proc", "/proc", "proc", MS_NOSUID)
     except OSError as err:
         return f"not isolated: {err.strerror}"
-    still = [m for m in mount_points() if not any(m == k or m.startswith(k + "/")
-                                                  for k in KEEP_MOUNTS) and writable_mount(m)
-             and m not in set(writable)]
+    still = [m for m, rw in mount_points() if rw and not left_alone(m, writable)]
     if still:
         return f"partly isolated: still writable: {', '.join(still[:5])}"
     return "read-only outside its folder and the kernel caches (" + ", ".join(writable) + ")"
 
 
-def mount_points() -> list[str]:
-    with open("/proc/self/mountinfo") as f:
-        return [line.split()[4].replace("\\040", " ") for line in f]
+def left_alone(mount: str, writable: list[str]) -> bool:
+    """A writable folder of the candidate's, or a kernel view (/dev, /proc, /sys) kept as is."""
+    return mount in writable or any(mount == k or mount.startswith(k + "/") for k in KEEP_MOUNTS)
 
 
-def writable_mount(mount: str) -> bool:
+def mount_points() -> list[tuple[str, bool]]:
+    """(mount point, mounted read-write) for every mount this process sees."""
     with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == mount:
-                return "rw" in fields[5].split(",")
-    return False
+        return [(fields[4].replace("\\040", " "), "rw" in fields[5].split(","))
+                for fields in (line.split() for line in f)]
 
 
 def summary(report: dict) -> str:
