@@ -1,4 +1,4 @@
-"""Artifact folders: one per evaluation (and, later, per run and iteration).
+"""Artifact folders: one per evaluation, one per run with a folder per iteration.
 
 Every write goes to a temporary file in the same folder and is renamed into place, so a crash
 never leaves half a file behind.
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from pathlib import Path
 def write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    # one temporary name per process and thread: samples of a round save state concurrently
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{threading.get_ident()}")
     tmp.write_text(text)
     os.replace(tmp, path)
     return path

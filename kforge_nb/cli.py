@@ -2,6 +2,8 @@
 
     kforge eval REF CAND [--target T] [--json] ...   judge one candidate (exit 0 iff correct)
     kforge run PROBLEM [--provider P] [--iterations N] ... the agent loop (exit 0 iff correct)
+    kforge run --resume RUN_DIR [--iterations N] ...   go on with an interrupted or ended run
+    kforge runs [DIR]                                  the runs under DIR: state, best so far
     kforge bench DIR_OR_FILES [--provider P] ...       a session per problem, one table
 """
 from __future__ import annotations
@@ -84,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("run", help="generate, judge and improve kernels for a reference")
-    p.add_argument("reference", help="reference .py in KernelBench form")
+    p.add_argument("reference", nargs="?", help="reference .py in KernelBench form (none with "
+                   "--resume)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="go on with the run saved in RUN_DIR "
+                   "(interrupted, or ended): its problem and options, from its next iteration; "
+                   "--iterations, --wall-time, --max-tokens, --max-cost, --patience raise its "
+                   "budget")
     p.add_argument("--provider", default="auto", help="anthropic, openai, replay, builtin or "
                    "auto (anthropic with ANTHROPIC_API_KEY, builtin otherwise)")
     p.add_argument("--model", help="generation model (default: the provider's)")
@@ -115,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     add_eval_options(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("runs", help="list the runs under a folder: running, interrupted or "
+                       "finished, and the best so far")
+    p.add_argument("folder", nargs="?", default="kforge-runs", help="default kforge-runs")
+    p.add_argument("--json", action="store_true", help="print the runs as JSON")
+    p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("bench", help="run a session per problem of a suite; print a table")
     p.add_argument("problems", nargs="+", help="problem files or folders of them")
@@ -154,11 +167,19 @@ def cmd_eval(args) -> int:
 
 def cmd_run(args) -> int:
     from .problem import Problem
-    from .session.config import session_from_args
+    from .session.config import resume_from_args, session_from_args
     from .ui.terminal import Progress, TerminalPolicy
-    problem = Problem.from_file(args.reference)
-    session = session_from_args(problem, args, TerminalPolicy() if args.review else None)
-    session.subscribe(Progress())
+    policy = TerminalPolicy() if args.review else None
+    if args.resume:
+        if args.reference:
+            return usage_error("--resume continues a saved run with its own reference; give "
+                               "either a reference or --resume RUN_DIR, not both")
+        session = resume_from_args(args, policy)
+    elif not args.reference:
+        return usage_error("kforge run needs a reference file (or --resume RUN_DIR)")
+    else:
+        session = session_from_args(Problem.from_file(args.reference), args, policy)
+    session.subscribe(Progress(), replay=False)    # a resumed run says where it picks up
     session.run()
     summary = session.summary()
     if args.json:
@@ -193,6 +214,28 @@ def cmd_bench(args) -> int:
     return EXIT_CORRECT if all(r.state == "correct" for r in rows) else EXIT_VERDICT
 
 
+def cmd_runs(args) -> int:
+    from .session import saved
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        return usage_error(f"{args.folder!r} is not a folder")
+    runs = saved.list_runs(folder)
+    if args.json:
+        print(json.dumps([{"folder": str(r[0]), "status": "damaged", "error": r[1]}
+                          if isinstance(r, tuple) else
+                          {"folder": str(r.folder), "status": r.status,
+                           "iterations_done": r.iterations_done,
+                           "iterations_budget": r.iterations_budget, **r.summary}
+                          for r in runs], default=str))
+    elif not runs:
+        print(f"no runs under {folder} (a run folder holds run.json)")
+    else:
+        print(saved.runs_table(runs))
+        if any(not isinstance(r, tuple) and r.status == "interrupted" for r in runs):
+            print(f"\ngo on with one: kforge run --resume {folder}/RUN")
+    return EXIT_CORRECT
+
+
 def history_table(session) -> str:
     rows = [("iter", "sample", "kind", "state", "ms", "vs eager", "vs compile")]
     for a in session.history:
@@ -218,11 +261,12 @@ def usage_error(message: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     from .problem import ProblemError
     from .providers import ProviderError
+    from .session.saved import ResumeError
     from .targets import UnknownTarget
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ProblemError, UnknownTarget, ProviderError, FileNotFoundError) as err:
+    except (ProblemError, UnknownTarget, ProviderError, FileNotFoundError, ResumeError) as err:
         return usage_error(str(err))
     except KeyboardInterrupt:
         return usage_error("interrupted")

@@ -6,6 +6,9 @@
 
     %kforge last | stop | eval CANDIDATE_VAR_OR_FILE | config
 
+    %kforge resume kforge-runs/20261124-101800-relu-cpp    # go on with a saved run; or
+    %%kforge --resume RUN_DIR                      # over the run's own reference (or a comment)
+
 The session is bound to `_kforge` (or `--name`) in the notebook: `_kforge.accept()`, `.edit(text)`,
 `.redirect(text)`, `.skip()`, `.stop()`, `.wait()`, `.best`, `.history`, `.export(path)`.
 Defaults come from traitlets config (`c.KForgeMagics.target = "cpp"`), then from `kforge run`.
@@ -31,7 +34,7 @@ from IPython.utils.process import arg_split
 from traitlets import Bool, Enum, Float, Int, Unicode
 from .cli import positive
 
-SUBCOMMANDS = "last, stop, eval CANDIDATE_VAR_OR_FILE, config"
+SUBCOMMANDS = "last, stop, eval CANDIDATE_VAR_OR_FILE, resume RUN_DIR [FLAGS], config"
 # trait name -> attribute of the `kforge run` namespace it sets
 TRAITS = {"target": "target", "provider": "provider", "model": "model",
           "analysis_model": "analysis_model", "iterations": "iterations", "samples": "samples",
@@ -107,6 +110,8 @@ class KForgeMagics(Magics):
               help="skip the extra trial at another batch size")
     @argument("--out", help="artifacts folder (default kforge-runs)")
     @argument("--name", help="variable to bind the Session to (default _kforge)")
+    @argument("--resume", metavar="RUN_DIR", help="go on with the run saved in RUN_DIR "
+              "(interrupted by a kernel restart, or ended) from its next iteration")
     @argument("--inputs", metavar="EXPR", help="forward arguments from the notebook, for a cell "
               "that defines an nn.Module but no get_inputs()")
     @argument("--init-inputs", metavar="EXPR", help="constructor arguments from the notebook")
@@ -135,21 +140,27 @@ class KForgeMagics(Magics):
         from .targets import UnknownTarget
         from .ui.cell import CellError, problem_from_cell
         args = self._arguments(line)
+        previous = self.sessions.get(args.name)
+        if previous is not None and previous.running:
+            # nothing lost: the running session goes on until it is stopped on purpose
+            raise UsageError(
+                f"%%kforge: a session is still running as {args.name} ({previous.problem.name} "
+                f"on {previous.target.name}). Stop it first with `%kforge stop` (or "
+                f"{args.name}.stop()), or start this one beside it with --name OTHER.")
         try:
-            if not args.replay:
-                resolve(args.provider)
-            if args.replay and not Path(args.replay).is_file():
-                raise FileNotFoundError(f"--replay {args.replay!r}: no such recording")
-            problem = problem_from_cell(cell, self.shell.user_ns, args.out, args.inputs,
-                                        args.init_inputs, args.module)
-            session = session_from_args(problem, args)
+            if args.resume:
+                session = self._resumed(args, cell)
+            else:
+                if not args.replay:
+                    resolve(args.provider)
+                if args.replay and not Path(args.replay).is_file():
+                    raise FileNotFoundError(f"--replay {args.replay!r}: no such recording")
+                problem = problem_from_cell(cell, self.shell.user_ns, args.out, args.inputs,
+                                            args.init_inputs, args.module)
+                session = session_from_args(problem, args)
         except (CellError, ProblemError, UnknownTarget, ProviderError, FileNotFoundError,
                 ValueError) as err:
             raise UsageError(f"%%kforge: {err}") from None
-        previous = self.sessions.get(args.name)
-        if previous is not None and previous.running:
-            previous.stop()
-            print(f"kforge: stopped the previous session bound to {args.name}", file=sys.stderr)
         self._show(session)
         self.shell.user_ns[args.name] = session
         self.sessions[args.name] = self.session = session
@@ -160,6 +171,21 @@ class KForgeMagics(Magics):
             print(f"kforge: review mode and no one at a frontend: decide each recommendation "
                   f"with {args.name}.accept(), .edit(text), .redirect(text), .skip() or .stop()",
                   file=sys.stderr)
+
+    def _resumed(self, args, cell: str):
+        """The saved run of --resume; a cell that is not empty must hold the run's reference."""
+        from .session.config import resume_from_args
+        from .ui.cell import problem_from_cell
+        session = resume_from_args(args, mode=args.mode)    # this cell's mode: auto unless asked
+        if any(line.strip() and not line.lstrip().startswith("#") for line in cell.splitlines()):
+            problem = problem_from_cell(cell, self.shell.user_ns, args.out, args.inputs,
+                                        args.init_inputs, args.module)
+            if problem.source.strip() != session.problem.source.strip():
+                raise ValueError(f"this cell's module differs from the reference of "
+                                 f"{args.resume}: --resume goes on with the run's own "
+                                 f"reference; empty the cell (or start a new run without "
+                                 f"--resume)")
+        return session
 
     def _arguments(self, line: str) -> argparse.Namespace:
         """kforge run's defaults, then traitlets config, then this line's flags."""
@@ -228,7 +254,7 @@ class KForgeMagics(Magics):
     def _subcommand(self, line: str):
         command, _, rest = line.strip().partition(" ")
         handler = {"last": self._last, "stop": self._stop, "eval": self._eval,
-                   "config": self._config}.get(command)
+                   "config": self._config, "resume": self._resume}.get(command)
         if handler is None:
             raise UsageError(f"%kforge: unknown subcommand {command!r}; use one of: "
                              f"{SUBCOMMANDS}. To start a session, use the cell magic %%kforge "
@@ -250,6 +276,11 @@ class KForgeMagics(Magics):
             display(bundle(run_record(session)), raw=True)
         else:
             print(to_text(run_record(session)))
+
+    def _resume(self, rest: str) -> None:
+        if not rest:
+            raise UsageError("%kforge resume: name a run folder (`kforge runs` lists them)")
+        return self._run(f"--resume {rest}", "")
 
     def _stop(self, _rest: str) -> None:
         session = self._need_session("stop")

@@ -245,3 +245,47 @@ def test_the_session_shows_its_report_when_displayed(api, ip, kforge, capsys):
     capsys.readouterr()
     ip.run_cell("_kforge", store_history=True)
     assert "1 candidates over 1 iterations" in capsys.readouterr().out
+
+
+# --- a second cell while one runs; resuming a saved run -------------------------------------
+
+def test_a_second_kforge_cell_while_one_runs_is_refused_and_loses_nothing(api, ip, kforge,
+                                                                          capsys):
+    api([answer(GOOD), recommendation(), answer(FASTER)])
+    first = kforge("--iterations 2 --mode review --no-block")
+    wait_for(first, "recommendation")               # waiting for a decision: surely running
+    shown = usage_error(ip, capsys, f"%%kforge {FAST} --iterations 2\n{SOFTMAX_CELL}")
+    assert "a session is still running as _kforge" in shown and "%kforge stop" in shown
+    assert "--name" in shown
+    assert ip.user_ns["_kforge"] is first and first.running       # untouched, still going
+    first.accept()
+    first.wait(120)
+    assert [a.result.state for a in first.history] == ["correct", "correct"]
+
+
+def test_kforge_resume_goes_on_with_a_stopped_run_in_its_own_folder(api, ip, kforge, capsys):
+    api([answer(GOOD), recommendation(), recommendation(), answer(FASTER), recommendation(),
+         answer(FASTEST), recommendation(), answer(FASTEST)])
+    first = kforge("--iterations 3 --mode review --no-block")
+    wait_for(first, "recommendation")
+    first.stop()                                     # as the Stop button does
+    first.wait(120)
+    assert first.finish_reason == "stopped by the user" and len(first.history) == 1
+    folder = first.folder
+
+    differing = SOFTMAX_CELL.replace("dim=-1", "dim=0")
+    shown = usage_error(ip, capsys, f"%%kforge --resume {folder}\n{differing}")
+    assert "differs from the reference" in shown
+
+    ip.run_line_magic("kforge", f"resume {folder} --mode auto --block")
+    resumed = ip.user_ns["_kforge"]
+    assert resumed is not first and resumed.folder == folder
+    assert [a.iteration for a in resumed.history] == [0, 1, 2]
+    assert resumed.history[0].code == first.history[0].code == GOOD      # kept, not redone
+    assert resumed.best.code in (GOOD, FASTER, FASTEST)
+    assert resumed.summary()["iterations"] == 3
+    assert len(magics(ip).dashboard.attempts) == 3   # the dashboard shows the earlier one too
+    resumed.stop()
+    ip.run_cell_magic("kforge", f"--resume {folder} --iterations 4 --block",
+                      "# the same run, one more round")
+    assert ip.user_ns["_kforge"].summary()["iterations"] == 4

@@ -76,3 +76,68 @@ def test_concurrent_samples_do_not_overshoot_a_token_budget(api, tmp_path):  # n
     assert session.usage.input_tokens + session.usage.output_tokens == 400
     assert sum(e.kind == "notice" and "not asked for" in e.data.get("text", "")
                for e in session.events) == 2
+
+
+def test_a_cost_budget_holds_exactly_the_analysts_call_included(api, tmp_path):  # noqa: F811
+    # claude-sonnet-4-6 at $3 / $15 per million tokens: 100k in + 10k out = $0.45 a call.
+    per_call = {"input_tokens": 100_000, "output_tokens": 10_000}
+    server = api([{**answer(GOOD), **per_call},
+                  {"text": "TITLE: chunk\nRECOMMENDATION: schedule(static, 4)", **per_call},
+                  {**answer(GOOD), **per_call}, {**answer(GOOD), **per_call}])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=4, cost_usd=1.0, patience=None),
+                      options(tmp_path), out=tmp_path)
+    session.run()
+    # generation ($0.45), analysis ($0.90 in all); a third call would make $1.35 > $1: not made
+    assert len(server.requests) == 2
+    assert round(session.usage.cost_usd, 4) == 0.90
+    assert session.finish_reason.startswith("cost budget ($1) would not cover another call")
+    assert [a.result.state for a in session.history] == ["correct"]
+
+
+class ScriptedClock:
+    """Wall time that moves only when told: 100 s per judged candidate."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def on_event(self, event) -> None:
+        if event.kind == "evaluated":
+            self.now += 100.0
+
+
+def test_a_wall_time_budget_ends_the_run_between_rounds(tmp_path):
+    clock = ScriptedClock()
+    again = Recommendation("again", "the same kernel once more", action={"kind": "none"})
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="builtin",
+                                                  analyst=ScriptedAnalyst([again] * 4)),
+                      Budget(iterations=5, wall_s=150, patience=None), options(tmp_path),
+                      out=tmp_path, clock=clock)
+    session.subscribe(clock.on_event)
+    session.run()
+    # 100 s after the first candidate (under 150: go on), 200 s after the second (stop)
+    assert len(session.history) == 2
+    assert session.finish_reason == "time budget (150 s) used"
+    assert session.summary()["elapsed_s"] == 200.0
+
+
+def test_requests_carry_the_deadline_of_the_wall_time_budget(tmp_path):
+    import time as real_time
+    seen = []
+
+    class Watching(ScriptedAnalyst):
+        def analyse(self, request):
+            seen.append(request.deadline - real_time.monotonic())
+            return super().analyse(request)
+    clock = ScriptedClock()
+    done = Recommendation("stop", "nothing", action={"kind": "done"})
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="builtin", analyst=Watching([done])),
+                      Budget(iterations=3, wall_s=150, patience=None), options(tmp_path),
+                      out=tmp_path, clock=clock)
+    session.subscribe(clock.on_event)
+    session.run()
+    # asked after one candidate (100 s of 150 used): at most 50 s left for the call's retries
+    assert len(seen) == 1 and 0 < seen[0] <= 50.0

@@ -44,6 +44,8 @@ class GenerationRequest:
     translate_from: str | None = None    # a verified kernel for another target
     sample: int = 0                      # index among repeated samples this round
     precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
+    deadline: float | None = None        # time.monotonic() by which the run's wall-time budget
+    #                                      ends: a provider retries only until then
 
 
 @dataclass
@@ -67,6 +69,7 @@ class AnalysisRequest:
     summary: dict                        # compact profile summary (session/summary.py)
     history: list[str] = field(default_factory=list)   # earlier recommendations' titles
     iteration: int = 0
+    deadline: float | None = None        # as in GenerationRequest
 
 
 @dataclass

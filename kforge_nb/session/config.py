@@ -37,6 +37,21 @@ def session_from_args(problem: Problem, args, policy=None) -> Session:
         translate_from=args.translate_from, out=args.out, policy=policy)
 
 
+# `kforge run` flags that may raise a resumed run's budget -> Budget fields
+RESUMABLE_BUDGET = {"iterations": "iterations", "wall_time": "wall_s", "max_tokens": "tokens",
+                    "max_cost": "cost_usd", "patience": "patience"}
+
+
+def resume_from_args(args, policy=None, mode: str | None = None) -> Session:
+    """`kforge run --resume RUN_DIR`: the saved run, with the budget flags given on this line
+    (those that differ from their defaults) applied; every other option is the run's own,
+    the mode too unless `mode` is given."""
+    defaults = run_defaults()
+    changes = {field: getattr(args, flag) for flag, field in RESUMABLE_BUDGET.items()
+               if getattr(args, flag, None) != getattr(defaults, flag, None)}
+    return Session.resume(args.resume, policy=policy, mode=mode, **changes)
+
+
 def eval_options(args):
     """EvalOptions from the evaluation flags every command shares (see cli.add_eval_options)."""
     from ..evaluator import EvalOptions

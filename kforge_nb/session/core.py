@@ -7,6 +7,9 @@
 Each round asks for `samples` candidates, evaluated concurrently (timings are serialised by the
 evaluator). Budgets: iterations, wall time, tokens, cost, a target speedup, and K rounds without
 improvement. The session emits events and never draws anything; UIs subscribe.
+
+Its state is saved in the run folder as it goes (see saved.py): an interrupted run is listed by
+`kforge runs` and continued by `Session.resume(folder)` without redoing finished iterations.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision,
 from .events import Event
 from .inputs import load_translation, parse_aux
 from .records import Attempt, Budget
+from . import saved
 
 
 class Session:
@@ -40,7 +44,8 @@ class Session:
                  budget: Budget | None = None, options: EvalOptions | None = None,
                  mode: str = "auto", aux: list[str] | None = None,
                  translate_from: str | None = None, out: str | Path = "kforge-runs",
-                 policy=None):
+                 policy=None, folder: str | Path | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         if mode not in ("auto", "review"):
             raise ValueError(f"mode must be 'auto' or 'review', not {mode!r}")
         self.problem, self.target = problem, get_target(target)
@@ -49,9 +54,12 @@ class Session:
         self.options = options or EvalOptions()
         self.mode = mode
         self.policy = policy or (QueuePolicy() if mode == "review" else AutoPolicy())
-        self.aux = [parse_aux(spec) for spec in (aux or [])]
+        self.aux_specs = list(aux or [])
+        self.aux = [parse_aux(spec) for spec in self.aux_specs]
         self.translate_from = load_translation(translate_from)
-        self.folder = artifacts.new_folder(out, f"{problem.name}-{self.target.name}")
+        # a resumed run goes on in its own folder
+        self.folder = Path(folder) if folder else \
+            artifacts.new_folder(out, f"{problem.name}-{self.target.name}")
         self.options.out_dir = self.folder
         self.history: list[Attempt] = []
         self.events: list[Event] = []
@@ -64,15 +72,35 @@ class Session:
         self._done = threading.Event()
         self._closing = False        # set before `finished` is emitted: views see the end
         self._thread: threading.Thread | None = None
-        self._started = 0.0
+        self._clock = clock                  # wall-time budget; tests pass a scripted clock
+        self._started: float | None = None
+        self._elapsed_before = 0.0           # run time of the earlier runs of a resumed session
+        self._state_lock = threading.Lock()
+        self._status = ""                    # run.json's: "" before the run, running, finished
+        self.next_iteration = 0              # the first iteration not yet done
+        self.stale_rounds = 0                # optimisation rounds without improvement
+        self.config = saved.config_of(self)
+        self._resume_notes: list[str] = []
         self.finish_reason = ""
         self.error: str | None = None
         self.generator = self.analyst = None
         self.provider_description = ""
 
     # --- public API ---------------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[Event], None]) -> None:
-        self._subscribers.append(callback)
+    @classmethod
+    def resume(cls, folder: str | Path, policy=None, mode: str | None = None,
+               **budget_changes) -> "Session":
+        """The saved run in `folder`, ready to go on from its next iteration (see saved.py)."""
+        return saved.resume(folder, policy, mode, **budget_changes)
+
+    def subscribe(self, callback: Callable[[Event], None], replay: bool = True) -> None:
+        """Follow the session; a view that subscribes late (or to a resumed run) is first shown
+        what happened, unless `replay` is False."""
+        with self._emit_lock:
+            past = list(self.events) if replay else []
+            self._subscribers.append(callback)
+        for event in past:
+            _deliver(callback, event)
 
     @property
     def best(self) -> Attempt | None:
@@ -144,13 +172,18 @@ class Session:
             "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
             "cost_usd": round(self.usage.cost_usd, 4),
             "unpriced_calls": self.usage.unpriced_calls,
-            "elapsed_s": round(time.monotonic() - self._started, 2) if self._started else 0,
+            "elapsed_s": round(self.elapsed(), 2),
             "artifacts": str(self.folder), "error": self.error,
         }
 
+    def elapsed(self) -> float:
+        """Seconds this session has run, the earlier runs of a resumed one included."""
+        now = self._clock() - self._started if self._started is not None else 0.0
+        return self._elapsed_before + now
+
     # --- the loop -----------------------------------------------------------------------------
     def run(self) -> Attempt | None:
-        self._started = time.monotonic()
+        self._started = self._clock()
         try:
             self._setup()
             self._loop()
@@ -183,16 +216,20 @@ class Session:
                        "(eager and torch.compile; a first torch.compile can take ~30 s on a "
                        "small CPU); it is cached per problem and device")
         available = self.target.availability()
-        self._emit("started", 0, problem=self.problem.name, target=self.target.name,
+        self._emit("started", self.next_iteration, problem=self.problem.name,
+                   target=self.target.name,
                    device=self.target.device() if available.runs else available.reason,
                    provider=self.provider_description, model=config.model,
                    analysis_model=config.analysis_model, iterations=self.budget.iterations,
                    samples=self.budget.samples, mode=self.mode, artifacts=str(self.folder),
-                   timing_note=self.target.timing_note())
+                   timing_note=self.target.timing_note(), resumed_at=self.next_iteration)
+        for note in self._resume_notes:
+            self._emit("notice", self.next_iteration, text=note)
+        self._status = "running"
+        self._save_state()
 
     def _loop(self) -> None:
-        stale_rounds = 0
-        for iteration in range(self.budget.iterations):
+        for iteration in range(self.next_iteration, self.budget.iterations):
             reason = self._over_budget()
             if reason:
                 self.finish_reason = reason
@@ -202,9 +239,17 @@ class Session:
                 last = self.history[-1] if self.history else None
                 kind = "fix" if last and last.code else "initial"
                 self._emit("iteration_started", iteration, phase="functional", kind=kind)
-                self._round(iteration, kind, last, None, None)
+                if not self._round(iteration, kind, last, None, None):
+                    self.finish_reason = self._budget_too_small()
+                    return
             else:
-                recommendation = self._recommend(best_before, iteration)
+                if not self._reserve():          # the analyst's call counts against budgets too
+                    self.finish_reason = self._budget_too_small()
+                    return
+                try:
+                    recommendation = self._recommend(best_before, iteration)
+                finally:
+                    self._release()
                 done = recommendation.action.get("kind") == "done"
                 if done and self.mode != "review":
                     self.finish_reason = f"the analyst has nothing further to recommend " \
@@ -224,17 +269,22 @@ class Session:
                                          f"({recommendation.title}); you agreed"
                     return
                 if decision.kind == SKIP:
+                    self._iteration_done(iteration)
                     continue
                 instruction = {ACCEPT: recommendation.text, EDIT: decision.text,
                                REDIRECT: decision.text}[decision.kind]
                 self._emit("iteration_started", iteration, phase="optimisation", kind="optimise")
-                self._round(iteration, "optimise", best_before, recommendation, decision,
-                            instruction)
-                improved = self.best is not best_before
-                stale_rounds = 0 if improved else stale_rounds + 1
-                if self.budget.patience and stale_rounds >= self.budget.patience:
-                    self.finish_reason = f"{stale_rounds} rounds without improvement"
+                if not self._round(iteration, "optimise", best_before, recommendation, decision,
+                                   instruction):
+                    self.finish_reason = self._budget_too_small()
                     return
+                improved = self.best is not best_before
+                self.stale_rounds = 0 if improved else self.stale_rounds + 1
+                if self.budget.patience and self.stale_rounds >= self.budget.patience:
+                    self._iteration_done(iteration)
+                    self.finish_reason = f"{self.stale_rounds} rounds without improvement"
+                    return
+            self._iteration_done(iteration)
             if self.budget.iterations == 1 or self._stop.is_set():
                 break
         self.finish_reason = self.finish_reason or (
@@ -242,17 +292,18 @@ class Session:
 
     def _round(self, iteration: int, kind: str, base: Attempt | None,
                recommendation: Recommendation | None, decision: Decision | None,
-               instruction: str | None = None) -> None:
-        def one(sample: int) -> None:
+               instruction: str | None = None) -> int:
+        """Ask for this round's samples and judge them; how many could be asked for."""
+        def one(sample: int) -> bool:
             if not self._reserve():
                 self._emit("notice", iteration, text=f"sample {sample} not asked for: the "
                            "token or cost budget would not cover it")
-                return
+                return False
             try:
                 generate(sample)
             finally:
-                with self._usage_lock:
-                    self._in_flight -= 1
+                self._release()
+            return True
 
         def generate(sample: int) -> None:
             request = GenerationRequest(
@@ -262,13 +313,11 @@ class Session:
                 aux=[(name, text) for name, text, only in self.aux
                      if only is None or iteration in only],
                 translate_from=self.translate_from, sample=sample,
-                precision=self.options.precision)
+                precision=self.options.precision, deadline=self._deadline())
             generation = self.generator.generate(request)
             with self._usage_lock:          # samples of one round finish on several threads
                 self.usage = self.usage + generation.usage
-                self._largest_call = max(self._largest_call, generation.usage,
-                                         key=lambda u: (u.input_tokens + u.output_tokens,
-                                                        u.cost_usd))
+                self._largest_call = max(self._largest_call, generation.usage, key=_call_size)
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
                        failure=generation.failure, usage=vars(generation.usage),
                        notes=generation.notes)
@@ -282,11 +331,11 @@ class Session:
                                recommendation, decision)
         samples = max(1, self.budget.samples)
         first = 0 if self._largest_call.calls else 1   # a first call alone: its size is the
-        for sample in range(first):                    # estimate the others reserve
-            one(sample)
+        asked = [one(sample) for sample in range(first)]   # estimate the others reserve
         if samples > first:
             with ThreadPoolExecutor(samples - first) as pool:
-                list(pool.map(one, range(first, samples)))
+                asked += pool.map(one, range(first, samples))
+        return sum(asked)
 
     def _reserve(self) -> bool:
         """Count one more call in flight if the budget covers it and every call already in
@@ -302,6 +351,19 @@ class Session:
                 return False
             self._in_flight += 1
             return True
+
+    def _budget_too_small(self) -> str:
+        big, b = self._largest_call, self.budget
+        if b.tokens and self.usage.input_tokens + self.usage.output_tokens + \
+                big.input_tokens + big.output_tokens >= b.tokens:
+            return (f"token budget ({b.tokens}) would not cover another call "
+                    f"({big.input_tokens + big.output_tokens} tokens, the largest so far)")
+        return (f"cost budget (${b.cost_usd:g}) would not cover another call "
+                f"(${big.cost_usd:.4f}, the largest so far)")
+
+    def _release(self) -> None:
+        with self._usage_lock:
+            self._in_flight -= 1
 
     def _evaluate(self, code: str, iteration: int, sample: int, generation: Generation | None,
                   kind: str, recommendation=None, decision=None) -> Attempt:
@@ -320,13 +382,18 @@ class Session:
         self._emit("evaluated", attempt.iteration, sample=attempt.sample, code=attempt.code,
                    result=attempt.result.to_dict(), best=self.best is attempt, kind=attempt.kind)
         self._emit("usage", attempt.iteration, **self._usage_dict())
+        if self._status:                    # not for a candidate judged before the run starts
+            self._save_state()
 
     def _recommend(self, best: Attempt, iteration: int) -> Recommendation:
         history = [a.recommendation.title for a in self.history if a.recommendation]
         request = AnalysisRequest(self.problem, self.target.name, best.code, best.result,
-                                  profile_summary(best.result), history, iteration)
+                                  profile_summary(best.result), history, iteration,
+                                  deadline=self._deadline())
         recommendation = self.analyst.analyse(request)
-        self.usage = self.usage + recommendation.usage
+        with self._usage_lock:
+            self.usage = self.usage + recommendation.usage
+            self._largest_call = max(self._largest_call, recommendation.usage, key=_call_size)
         self._emit("recommendation", iteration, title=recommendation.title,
                    text=recommendation.text, expected_gain=recommendation.expected_gain,
                    usage=vars(recommendation.usage))
@@ -340,8 +407,32 @@ class Session:
     def _over_budget(self) -> str | None:
         if self._stop.is_set():
             return "stopped by the user"
-        return self.budget.exhausted(self.usage, time.monotonic() - self._started, self.best)
+        return self.budget.exhausted(self.usage, self.elapsed(), self.best)
 
+    def _deadline(self) -> float | None:
+        """When the wall-time budget ends, on time.monotonic()'s scale (what providers use to
+        decide whether another retry fits)."""
+        if not self.budget.wall_s:
+            return None
+        return time.monotonic() + max(0.0, self.budget.wall_s - self.elapsed())
+
+    def _iteration_done(self, iteration: int) -> None:
+        self.next_iteration = max(self.next_iteration, iteration + 1)
+        self._save_state()
+
+    def restore(self, run: "saved.SavedRun", notes: list[str] = ()) -> None:
+        """Take back a saved run's history, usage, elapsed time and events (see saved.py)."""
+        progress = run.data["progress"]
+        self.history = [saved.attempt_from_dict(d) for d in run.data["history"]]
+        self.usage = saved.usage_from_dict(progress.get("usage", {}))
+        self._largest_call = Usage()
+        self.next_iteration = progress["next_iteration"]
+        # a run that ended on its own (patience, a provider error, Stop) gets fresh patience
+        self.stale_rounds = progress["stale_rounds"] if run.status == "interrupted" else 0
+        self._elapsed_before = float(progress.get("elapsed_s", 0.0))
+        self.events = [e for e in _read_events(self.folder / "events.jsonl")
+                       if e.kind != "finished"]
+        self._resume_notes = list(notes)
     def _finish(self) -> None:
         best = self.best
         self._closing = True
@@ -353,8 +444,8 @@ class Session:
                    usage=self._usage_dict(), artifacts=str(self.folder))
         if best:
             artifacts.write_text(self.folder / "best_candidate.py", best.code)
-        artifacts.write_json(self.folder / "run.json", {
-            "summary": self.summary(), "history": [a.to_dict() for a in self.history]})
+        self._status = "finished"
+        self._save_state()
         self._done.set()
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -368,7 +459,7 @@ class Session:
         return {"input_tokens": self.usage.input_tokens,
                 "output_tokens": self.usage.output_tokens,
                 "cost_usd": round(self.usage.cost_usd, 6),
-                "elapsed_s": round(time.monotonic() - self._started, 2)}
+                "elapsed_s": round(self.elapsed(), 2)}
 
     _emit_lock = threading.Lock()
 
@@ -379,10 +470,11 @@ class Session:
             with open(self.folder / "events.jsonl", "a") as f:
                 f.write(json.dumps(event.to_dict(), default=str) + "\n")
         for callback in list(self._subscribers):
-            try:
-                callback(event)
-            except Exception:  # a broken view must not stop the session
-                traceback.print_exc()
+            _deliver(callback, event)
+
+    def _save_state(self) -> None:
+        with self._state_lock:
+            saved.write_state(self, self._status)
 
     def _save_generation(self, iteration: int, sample: int, generation: Generation) -> None:
         folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
@@ -394,6 +486,37 @@ class Session:
 
     def _save_json(self, iteration: int, name: str, data: dict) -> None:
         artifacts.write_json(self.folder / f"iter-{iteration:02d}" / name, data)
+
+
+def _call_size(usage: Usage) -> tuple:
+    return usage.input_tokens + usage.output_tokens, usage.cost_usd
+
+
+def _deliver(callback, event: Event) -> None:
+    try:
+        callback(event)
+    except Exception:  # a broken view must not stop the session
+        traceback.print_exc()
+
+
+def _read_events(path: Path) -> list[Event]:
+    """A saved events.jsonl; a line cut by a kill is dropped (and the file mended so the next
+    event starts on a line of its own)."""
+    if not path.is_file():
+        return []
+    text = path.read_text(errors="replace")
+    events = []
+    for line in text.splitlines():
+        try:
+            d = json.loads(line)
+            events.append(Event(d["kind"], d.get("iteration", 0), d.get("data", {}),
+                                d.get("time", 0.0)))
+        except (ValueError, KeyError, TypeError):
+            continue
+    if text and not text.endswith("\n"):
+        with open(path, "a") as f:
+            f.write("\n")
+    return events
 
 
 def _with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:

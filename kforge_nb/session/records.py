@@ -54,4 +54,5 @@ class Attempt:
         return {"iteration": self.iteration, "sample": self.sample, "kind": self.kind,
                 "code": self.code, "result": self.result.to_dict(),
                 "recommendation": self.recommendation.title if self.recommendation else None,
-                "decision": self.decision.kind if self.decision else None}
+                "decision": self.decision.kind if self.decision else None,
+                "decision_text": self.decision.text if self.decision else None}
