@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from kforge_nb.agents import AgentConfig
+from kforge_nb.providers import ProviderError
 from kforge_nb.session import Budget, Session
 from tests.test_session_anthropic import GOOD, PROBLEM, options
 
@@ -15,7 +16,8 @@ pytest.importorskip("openai")
 
 
 class ChatServer:
-    """Answers POST /v1/chat/completions with scripted texts; keeps the request bodies."""
+    """Answers POST /v1/chat/completions with scripted texts, or with an error for a scripted
+    status code (saying `retry-after-ms: 10`); keeps the request bodies."""
 
     def __init__(self, answers: list[str]):
         self.answers, self.requests = list(answers), []
@@ -29,6 +31,8 @@ class ChatServer:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 server.requests.append(body)
                 text = server.answers.pop(0)
+                if isinstance(text, int):
+                    return self.error(text)
                 data = json.dumps({
                     "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
                     "model": body["model"],
@@ -39,6 +43,16 @@ class ChatServer:
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def error(self, status):
+                data = json.dumps({"error": {"message": "scripted", "type": "server_error",
+                                             "code": str(status)}}).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("retry-after-ms", "10")
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -61,3 +75,25 @@ def test_openai_compatible_endpoint_drives_a_session(monkeypatch, tmp_path):
     summary = session.summary()
     assert (summary["input_tokens"], summary["output_tokens"]) == (120, 80)
     assert summary["unpriced_calls"] == 1     # a local model has no price: no guessed cost
+
+
+def test_openai_compatible_endpoint_failures_are_retried_then_reported(monkeypatch):
+    from kforge_nb.providers.openai import OpenAIProvider
+    server = ChatServer([503, 429, "```python\nclass ModelNew: pass\n```", 500, 500, 500, 401])
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-secret-key")
+    provider = OpenAIProvider(model="qwen-coder-local", attempts=3)
+    waits = []
+    provider.sleep = waits.append                     # no real waiting
+    prompt = [{"role": "user", "content": "x"}]
+    assert "ModelNew" in provider.complete("sys", prompt, 100).text     # 503, 429, then the answer
+    assert len(server.requests) == 3 and waits == [0.01, 0.01]   # retry-after-ms honoured
+    with pytest.raises(ProviderError, match=r"HTTP 500 .*gave up after 3 attempts: attempts "
+                                            r"used up \(3 allowed\)"):
+        provider.complete("sys", prompt, 100)                        # 500 thrice: attempts used up
+    assert len(server.requests) == 6
+    with pytest.raises(ProviderError, match=r"rejected the key \(401\): set OPENAI_API_KEY") \
+            as caught:
+        provider.complete("sys", prompt, 100)                        # 401: not retried
+    assert len(server.requests) == 7 and "sk-local-secret-key" not in str(caught.value)
+    server.httpd.shutdown()

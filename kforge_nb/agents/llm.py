@@ -51,7 +51,8 @@ class LLMGenerator:
 
     def generate(self, request: GenerationRequest) -> Generation:
         system, messages = self.messages(request)
-        reply = self.provider.complete(system, messages, self.max_tokens)
+        reply = self.provider.complete(system, messages, self.max_tokens,
+                                       deadline=request.deadline)
         usage = usage_of(reply, self.provider.model)
         sent = [{"role": "system", "content": system}, *messages]
         if reply.truncated:
@@ -84,7 +85,8 @@ class LLMAnalyst:
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
         messages = [{"role": "user", "content": user}]
-        reply = self.provider.complete(system, messages, self.max_tokens)
+        reply = self.provider.complete(system, messages, self.max_tokens,
+                                       deadline=request.deadline)
         fields = parse_recommendation(reply.text)
         return Recommendation(
             title=fields.get("title", ""), text=fields.get("recommendation", ""),

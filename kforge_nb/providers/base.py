@@ -26,6 +26,9 @@ class Provider(Protocol):
     name: str
     model: str
 
-    def complete(self, system: str, messages: list[dict], max_tokens: int) -> Reply:
-        """One model call. `messages` are {"role": "user"|"assistant", "content": str}."""
+    def complete(self, system: str, messages: list[dict], max_tokens: int,
+                 deadline: float | None = None) -> Reply:
+        """One model call. `messages` are {"role": "user"|"assistant", "content": str}.
+        `deadline` (a time.monotonic() value, or None) is when the run's wall-time budget ends:
+        a provider retries failures only until then, and raises ProviderError after."""
         ...

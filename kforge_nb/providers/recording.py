@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from .base import ProviderError, Reply
@@ -48,8 +48,9 @@ class Recorder:
     _lock = threading.Lock()
     _calls: dict[str, int] = {}
 
-    def complete(self, system: str, messages: list[dict], max_tokens: int) -> Reply:
-        reply = self.inner.complete(system, messages, max_tokens)
+    def complete(self, system: str, messages: list[dict], max_tokens: int,
+                 deadline: float | None = None) -> Reply:
+        reply = self.inner.complete(system, messages, max_tokens, deadline=deadline)
         with Recorder._lock:
             n = Recorder._calls.get(str(self.path), 0)
             Recorder._calls[str(self.path)] = n + 1
@@ -70,13 +71,15 @@ class ReplayProvider:
         path = Path(path)
         if not path.is_file():
             raise ProviderError(f"replay file {str(path)!r} does not exist")
-        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        entries = read_recording(path)
         self.entries = [e for e in entries if e.get("role", role) == role]
         self.path, self.role, self.strict = path, role, strict
         self.position = 0
         self.model = self.entries[0]["reply"].get("model", "") if self.entries else ""
 
-    def complete(self, system: str, messages: list[dict], max_tokens: int) -> Reply:
+    def complete(self, system: str, messages: list[dict], max_tokens: int,
+                 deadline: float | None = None) -> Reply:
+        # `deadline` is ignored: a recording answers at once, and never fails transiently
         if self.position >= len(self.entries):
             raise ProviderError(f"replay {self.path.name} ran out: it holds "
                                 f"{len(self.entries)} {self.role} calls and call "
@@ -85,17 +88,57 @@ class ReplayProvider:
         if self.strict and entry["digest"] != request_digest(system, messages):
             raise ProviderError(
                 f"replay {self.path.name} diverged at {self.role} call {self.position + 1}: the "
-                f"prompt differs from the recorded one ({first_difference(entry['request'], system, messages)})")
+                f"prompt differs from the recorded one "
+                f"({first_difference(entry.get('request'), system, messages)})")
         self.position += 1
         return Reply(**entry["reply"])
 
 
-def first_difference(recorded: dict, system: str, messages: list[dict]) -> str:
-    if normalised(recorded["system"]) != normalised(system):
+REPLY_FIELDS = {f.name for f in fields(Reply)}
+
+
+def read_recording(path: Path) -> list[dict]:
+    """The recorded calls, or a ProviderError naming the file and line that is damaged (a
+    recording cut short by a crash, edited by hand, or not a recording at all)."""
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError:
+        raise ProviderError(f"replay {path.name} is not a text file: not a kforge recording") \
+            from None
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"replay {path.name} line {number}"
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ProviderError(f"{where} is not valid JSON: {err.msg} at column {err.colno} "
+                                "(a line cut short, or not a kforge recording); record the "
+                                "session again") from None
+        if not isinstance(entry, dict):
+            raise ProviderError(f"{where} is not a recorded call (a JSON object)")
+        missing = [key for key in ("reply", "digest") if key not in entry]
+        if missing:
+            raise ProviderError(f"{where} lacks {' and '.join(map(repr, missing))}: not a kforge "
+                                "recording, or a damaged one")
+        reply = entry["reply"]
+        if not isinstance(reply, dict) or not isinstance(reply.get("text"), str) \
+                or set(reply) - REPLY_FIELDS:
+            raise ProviderError(f"{where} has a malformed reply: it needs a text and at most "
+                                f"{', '.join(sorted(REPLY_FIELDS))}")
+        entries.append(entry)
+    return entries
+
+
+def first_difference(recorded: dict | None, system: str, messages: list[dict]) -> str:
+    if not isinstance(recorded, dict):
+        return "the recording keeps no prompt to compare with"
+    if normalised(recorded.get("system", "")) != normalised(system):
         return "system prompt"
-    for i, (old, new) in enumerate(zip(recorded["messages"], messages)):
+    for i, (old, new) in enumerate(zip(recorded.get("messages", []), messages)):
         a, b = normalised(old.get("content", "")), normalised(new.get("content", ""))
         if a != b:
             at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             return f"message {i}, character {at}: recorded {a[at:at + 40]!r}, now {b[at:at + 40]!r}"
-    return f"{len(recorded['messages'])} recorded messages, {len(messages)} now"
+    return f"{len(recorded.get('messages', []))} recorded messages, {len(messages)} now"
