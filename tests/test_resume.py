@@ -168,3 +168,40 @@ def test_a_run_whose_process_is_alive_is_running_and_not_resumed(tmp_path):
     state["pid"] = 2 ** 22 + 12345                        # above pid_max: never a live process
     (folder / "run.json").write_text(json.dumps(state))
     assert saved.read(folder).status == "interrupted"
+
+
+def test_a_replayed_run_resumes_where_its_recording_left_off(tmp_path, monkeypatch):
+    from kforge_nb.agents import AgentConfig
+    from kforge_nb.session import Budget, Session
+    from tests.support.fake_anthropic import FakeAnthropic
+    from tests.test_session_anthropic import FASTER, GOOD, PROBLEM, RECOMMENDATION, answer, \
+        options
+    recording = tmp_path / "live.jsonl"
+    script = [answer(GOOD), RECOMMENDATION, answer(FASTER), RECOMMENDATION, answer(FASTER)]
+    with FakeAnthropic(script) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        live = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic", record=str(recording)),
+                       Budget(iterations=3, patience=None), options(tmp_path), out=tmp_path)
+        live.run()
+    assert [a.result.state for a in live.history] == ["correct"] * 3
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kforge_nb.cli", "run", str(PROBLEM.path), "--target", "cpp",
+         "--replay", str(recording), "--trials", "2", "--no-compile-baseline", "--patience",
+         "10", "--iterations", "3", "--out", "replayed", "--review"],
+        cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if line.startswith("Recommendation:"):
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait(60)
+    (folder,) = (tmp_path / "replayed").iterdir()
+    resumed = cli("run", "--resume", str(folder), "--json", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr          # no "diverged", no "ran out"
+    state = json.loads((folder / "run.json").read_text())
+    assert [a["code"] for a in state["history"]] == [a.code for a in live.history]

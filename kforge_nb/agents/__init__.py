@@ -18,6 +18,7 @@ class AgentConfig:
     analysis_model: str | None = None        # defaults to `model`
     record: str | None = None                # append every call to this JSONL file
     replay: str | None = None                # play calls back from this file
+    replay_from: dict | None = None          # {role: calls already played} (a resumed run)
     prompts_dir: str | None = None
     prompt_append: dict | None = None
     hint: str = ""
@@ -40,7 +41,8 @@ def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, st
 
     def provider_for(role: str, provider_name: str, model: str | None):
         if config.replay:
-            return ReplayProvider(config.replay, role)
+            return ReplayProvider(config.replay, role,
+                                  start=(config.replay_from or {}).get(role, 0))
         provider = get_provider(provider_name, model)
         return Recorder(provider, config.record, role) if config.record else provider
 

@@ -67,14 +67,14 @@ class ReplayProvider:
     """Plays a recording back, call by call, per role (generation and analysis separately)."""
     name = "replay"
 
-    def __init__(self, path: str | Path, role: str, strict: bool = True):
+    def __init__(self, path: str | Path, role: str, strict: bool = True, start: int = 0):
         path = Path(path)
         if not path.is_file():
             raise ProviderError(f"replay file {str(path)!r} does not exist")
         entries = read_recording(path)
         self.entries = [e for e in entries if e.get("role", role) == role]
         self.path, self.role, self.strict = path, role, strict
-        self.position = 0
+        self.position = start        # a resumed run picks up after the calls it already made
         self.model = self.entries[0]["reply"].get("model", "") if self.entries else ""
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,

@@ -426,12 +426,20 @@ class Session:
         self.history = [saved.attempt_from_dict(d) for d in run.data["history"]]
         self.usage = saved.usage_from_dict(progress.get("usage", {}))
         self._largest_call = Usage()
-        self.next_iteration = progress["next_iteration"]
+        # an iteration with a judged candidate is done (with several samples, some may be
+        # missing: they are not asked for again), so nothing judged is judged twice
+        self.next_iteration = max([progress["next_iteration"],
+                                   *(a.iteration + 1 for a in self.history)])
         # a run that ended on its own (patience, a provider error, Stop) gets fresh patience
         self.stale_rounds = progress["stale_rounds"] if run.status == "interrupted" else 0
         self._elapsed_before = float(progress.get("elapsed_s", 0.0))
         self.events = [e for e in _read_events(self.folder / "events.jsonl")
                        if e.kind != "finished"]
+        if self.agents_config.replay:      # replay on from the calls of the iterations done
+            done = [e for e in self.events if e.iteration < self.next_iteration]
+            self.agents_config.replay_from = {
+                "generation": sum(e.kind == "candidate_generated" for e in done),
+                "analysis": sum(e.kind == "recommendation" for e in done)}
         self._resume_notes = list(notes)
     def _finish(self) -> None:
         best = self.best
