@@ -180,6 +180,7 @@ def cmd_run(args) -> int:
     else:
         session = session_from_args(Problem.from_file(args.reference), args, policy)
     session.subscribe(Progress(), replay=False)    # a resumed run says where it picks up
+    args.session_folder = session.folder           # for the message if Ctrl-C ends it
     session.run()
     summary = session.summary()
     if args.json:
@@ -269,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ProblemError, UnknownTarget, ProviderError, FileNotFoundError, ResumeError) as err:
         return usage_error(str(err))
     except KeyboardInterrupt:
-        return usage_error("interrupted")
+        folder = getattr(args, "session_folder", None)
+        return usage_error("interrupted" + (f"; the run is saved: go on with kforge run "
+                                            f"--resume {folder}" if folder else ""))
 
 
 if __name__ == "__main__":

@@ -205,3 +205,25 @@ def test_a_replayed_run_resumes_where_its_recording_left_off(tmp_path, monkeypat
     assert resumed.returncode == 0, resumed.stderr          # no "diverged", no "ran out"
     state = json.loads((folder / "run.json").read_text())
     assert [a["code"] for a in state["history"]] == [a.code for a in live.history]
+
+
+def test_ctrl_c_saves_the_run_as_interrupted_and_says_how_to_go_on(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kforge_nb.cli", "run", str(PROBLEM), *FAST, "--out", "runs",
+         "--iterations", "3", "--review"],
+        cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if line.startswith("Recommendation:"):
+            break
+    process.send_signal(signal.SIGINT)                 # Ctrl-C at the prompt
+    rest = process.stderr.read()
+    assert process.wait(60) == 2
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert f"go on with kforge run --resume runs/{folder.name}" in rest
+    assert "Traceback" not in rest
+    state = json.loads((folder / "run.json").read_text())
+    assert state["status"] == "interrupted" and len(state["history"]) == 1
+    assert state["summary"]["reason"] == "interrupted (Ctrl-C)"
+    assert "interrupted" in cli("runs", "runs", cwd=tmp_path).stdout

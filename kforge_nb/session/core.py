@@ -195,6 +195,10 @@ class Session:
             self.error = str(err)
             self.finish_reason = f"bad input: {err}"
             self._emit("notice", 0, text=str(err))
+        except KeyboardInterrupt:     # Ctrl-C in `kforge run`: saved as interrupted, resumable
+            self.finish_reason = "interrupted (Ctrl-C)"
+            self._status = "interrupted"
+            raise
         except Exception as err:  # a bug must end the session visibly, not hang a notebook
             self.error = f"{type(err).__name__}: {err}"
             self.finish_reason = f"internal error: {self.error}"
@@ -452,7 +456,8 @@ class Session:
                    usage=self._usage_dict(), artifacts=str(self.folder))
         if best:
             artifacts.write_text(self.folder / "best_candidate.py", best.code)
-        self._status = "finished"
+        if self._status != "interrupted":
+            self._status = "finished"
         self._save_state()
         self._done.set()
 

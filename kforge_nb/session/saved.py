@@ -4,7 +4,7 @@
 killed at any moment (Ctrl-C, a kernel restart, SIGKILL, a lost machine) leaves its finished
 work on disk:
 
-    {"schema": 1, "status": "running" | "finished", "pid", "host",
+    {"schema": 1, "status": "running" | "interrupted" (Ctrl-C) | "finished", "pid", "host",
      "config":   what the session was built from (problem source, target, agents, budget, ...),
      "progress": {"next_iteration", "stale_rounds", "elapsed_s", "usage"},
      "summary":  Session.summary(),
