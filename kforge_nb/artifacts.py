@@ -13,14 +13,18 @@ import time
 from pathlib import Path
 
 
-def write_text(path: str | Path, text: str) -> Path:
+def write_bytes(path: str | Path, data: bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # one temporary name per process and thread: samples of a round save state concurrently
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}-{threading.get_ident()}")
-    tmp.write_text(text)
+    tmp.write_bytes(data)
     os.replace(tmp, path)
     return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8", errors="surrogateescape"))
 
 
 def write_json(path: str | Path, data) -> Path:

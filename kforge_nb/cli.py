@@ -154,7 +154,8 @@ def cmd_eval(args) -> int:
     if not args.json:
         print(f"kforge eval: {candidate_path.name} vs {problem.label} on {target.name} "
               f"({target.device()})", file=sys.stderr)
-    result = evaluate(problem, candidate_path.read_text(), target, eval_options(args))
+    # bytes: a file that is not UTF-8 text is the candidate's compile_failure, kept as it was
+    result = evaluate(problem, candidate_path.read_bytes(), target, eval_options(args))
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
     else:

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import statistics
 import threading
 import time
@@ -32,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import artifacts, devices
-from ..problem import Problem, ProblemError
+from ..problem import (NULL_BYTE, Problem, ProblemError, decode_source,
+                       null_byte_line)
 from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, RUNTIME_ERROR, UNAVAILABLE,
                       Correctness, Result, Timing)
 from ..runtime.native import cache_dir
@@ -77,17 +79,29 @@ class EvalOptions:
         return [{"seed": self.seed + 1000 + j, "distribution": "given"} for j in range(count)]
 
 
-def evaluate(problem: Problem, candidate: str, target: str | Target = "auto",
+def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "auto",
              options: EvalOptions | None = None, folder: str | Path | None = None) -> Result:
-    """Judge one candidate. See the module docstring for the protocol."""
+    """Judge one candidate. See the module docstring for the protocol. `candidate` is its
+    source, or a file's bytes (decoded as Python decodes a file: a file that is not text is a
+    `compile_failure` naming the first bad byte, and is kept as it was)."""
     options = options or EvalOptions()
     target = get_target(target) if isinstance(target, str) else target
     folder = (Path(folder) if folder else artifacts.new_folder(
         options.out_dir, f"{problem.name}-{target.name}")).resolve()   # workers chdir
     started = time.monotonic()
-    artifacts.write_text(folder / "candidate.py", candidate)
+    undecodable = ""
+    if isinstance(candidate, (bytes, bytearray)):
+        artifacts.write_bytes(folder / "candidate.py", bytes(candidate))   # kept as given
+        try:
+            candidate = decode_source(bytes(candidate), "candidate.py")
+        except ValueError as err:
+            undecodable = str(err)
+    else:
+        artifacts.write_text(folder / "candidate.py", candidate)
     artifacts.write_text(folder / "reference.py", problem.source)
-    result = judge(problem, candidate, target, options, folder)
+    result = Result(COMPILE_FAILURE, undecodable, error={"type": "UnicodeDecodeError",
+                                                         "text": undecodable}) \
+        if undecodable else judge(problem, candidate, target, options, folder)
     result.target, result.artifacts = target.name, str(folder)
     result.elapsed_s = round(time.monotonic() - started, 3)
     artifacts.write_json(folder / "result.json", result.to_dict())
@@ -97,10 +111,18 @@ def evaluate(problem: Problem, candidate: str, target: str | Target = "auto",
 def judge(problem: Problem, candidate: str, target: Target, options: EvalOptions,
           folder: Path) -> Result:
     # 1. static checks
+    if not candidate.strip():
+        return Result(REJECTED, "candidate.py is empty: there is no `class ModelNew(nn.Module)` "
+                      "to judge (rule `defines-modelnew`)", rules=["defines-modelnew"])
+    line = null_byte_line(candidate)
+    if line:
+        return Result(COMPILE_FAILURE, f"candidate.py line {line}: {NULL_BYTE}",
+                      error={"type": "SyntaxError", "text": NULL_BYTE, "line": line})
     try:
         tree = ast.parse(candidate, filename=str(folder / "candidate.py"))
     except SyntaxError as err:
-        return Result(COMPILE_FAILURE, f"candidate.py line {err.lineno}: {err.msg}",
+        where = f" line {err.lineno}" if err.lineno else ""
+        return Result(COMPILE_FAILURE, f"candidate.py{where}: {err.msg}",
                       error={"type": "SyntaxError", "text": err.msg, "line": err.lineno,
                              "source_line": (err.text or "").rstrip()})
     fired = options.guardrails.check(candidate, tree, target.required, problem.source)
@@ -501,11 +523,18 @@ class Evaluation:
 
 
 def problem_message(problem: Problem, err: dict) -> str:
-    if err.get("type") == "TooLarge":
+    if err.get("type") in ("TooLarge", "BadInputs"):
         return f"{problem.label}: {err['text']}"
     where = f" line {err['line']} ({err['source_line']})" if err.get("line") else ""
     return (f"{problem.label}{where}: running the reference raised {err['type']}: "
-            f"{err['text']}. Check Model, get_inputs() and get_init_inputs().")
+            f"{err['text']}{allocation_size(err['text'])}. Check Model, get_inputs() and "
+            "get_init_inputs().")
+
+
+def allocation_size(text: str) -> str:
+    """Allocators say a failed request in bytes; a person reads GiB."""
+    found = re.search(r"tried to allocate (\d+) bytes", text)
+    return f" ({int(found.group(1)) / 2**30:.1f} GiB in one allocation)" if found else ""
 
 
 def failure_result(message: dict, target: Target) -> Result:
@@ -517,7 +546,8 @@ def failure_result(message: dict, target: Target) -> Result:
     elif failed.get("kind") == "gpu_out_of_memory":
         text = f"GPU out of memory during {failed['phase']}, {where}{failed['text'][:600]}"
     else:
-        text = f"{failed['type']} during {failed['phase']}, {where}{failed['text'][:1500]}"
+        text = (f"{failed['type']} during {failed['phase']}, {where}{failed['text'][:1500]}"
+                f"{allocation_size(failed['text'][:1500])}")
     result = Result(failed["state"], text, error=failed)
     return tampering(result, tampered) if tampered else result
 

@@ -57,9 +57,11 @@ def check_trial(trial: dict, inputs_before: list, ref_outputs: list, inputs_afte
 
 def compare_outputs(refs: list, cands: list, policy: str, report: Correctness) -> tuple[bool, str]:
     if len(refs) != len(cands):
-        return False, f"returned {len(cands)} outputs, the reference returns {len(refs)}"
+        return False, (f"returned {len(cands)} output{'s' * (len(cands) != 1)}, the reference "
+                       f"returns {len(refs)}")
     for k, (r, c) in enumerate(zip(refs, cands)):
         name = f"output {k}" if len(refs) > 1 else "output"
+        # the first output's shape and dtype; on a mismatch, those of the output that differs
         report.shape, report.dtype = list(r.shape), str(r.dtype).replace("torch.", "")
         if c.shape != r.shape:
             return False, f"{name} has shape {tuple(c.shape)}, expected {tuple(r.shape)}"
@@ -68,6 +70,8 @@ def compare_outputs(refs: list, cands: list, policy: str, report: Correctness) -
         ok, message = compare_values(r, c.to(r.device), policy, report)
         if not ok:
             return False, f"{name}: {message}"
+    if refs:
+        report.shape, report.dtype = list(refs[0].shape), str(refs[0].dtype).replace("torch.", "")
     return True, ""
 
 
@@ -106,7 +110,7 @@ def compare_values(r: torch.Tensor, c: torch.Tensor, policy: str, report: Correc
         acc.add(start, r64, c64, diff, bad, ~same_nonfinite)
     acc.fill(report)
     if exact:
-        return acc.bad == 0, f"{acc.bad} of {r.numel()} values differ"
+        return acc.bad == 0, f"{acc.bad} of {r.numel()} values differ{first_difference(report, r)}"
     ref_norm, err_norm = acc.ref_sq ** 0.5, acc.err_sq ** 0.5
     rel_norm = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
     report.rel_norm_error = max(report.rel_norm_error or 0.0, rel_norm)
@@ -117,6 +121,16 @@ def compare_values(r: torch.Tensor, c: torch.Tensor, policy: str, report: Correc
         return False, (f"relative error norm {rel_norm:.3g} exceeds {rel_norm_tol:g} "
                        "(values are near zero and the answer is not: zeros or garbage?)")
     return True, ""
+
+
+def first_difference(report: Correctness, r: torch.Tensor) -> str:
+    """An exact (integer, bool) output's worst difference, as its own type: `; at [3, 1]: got
+    True, expected False` (`; at [2]: got 5, expected 4`)."""
+    if not report.worst:
+        return ""
+    cast = bool if r.dtype == torch.bool else int
+    w = report.worst[0]
+    return f"; at {w['index']}: got {cast(w['got'])}, expected {cast(w['expected'])}"
 
 
 class ErrorAccumulator:

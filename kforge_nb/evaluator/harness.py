@@ -23,6 +23,7 @@ CudaEvent = torch.cuda.Event
 event_record = torch.cuda.Event.record
 event_elapsed = torch.cuda.Event.elapsed_time
 cuda_synchronize = torch.cuda.synchronize
+tensor_clone = torch.Tensor.clone
 
 # --- source as a module -------------------------------------------------------------------------
 
@@ -44,7 +45,50 @@ def as_tensor_list(value) -> list[torch.Tensor]:
         return [t for v in value for t in as_tensor_list(v)]
     if isinstance(value, (int, float, bool)):
         return [torch.tensor(value)]
-    raise TypeError(f"forward returned {type(value).__name__}; expected tensors")
+    raise TypeError(f"forward returned {describe_value(value)} where a tensor was expected "
+                    "(outputs are tensors, numbers, or tuples and lists of them)")
+
+
+class BadInputs(TypeError):
+    """get_inputs() or get_init_inputs() returned something that is not a list of arguments."""
+
+
+def describe_value(value) -> str:
+    """A value as a person reads it in a message: its type, and its shape or a short repr."""
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    article = "an" if kind[0].lower() in "aeiou" else "a"
+    if isinstance(value, torch.Tensor):
+        return f"{article} {kind} of shape {tuple(value.shape)} " \
+               f"({str(value.dtype).replace('torch.', '')})"
+    if isinstance(getattr(value, "shape", None), tuple):      # a NumPy array
+        return f"{article} {kind} of shape {value.shape}"
+    if isinstance(value, dict):
+        return f"a dict with keys {list(value)[:5]}"
+    text = repr(value)
+    return f"{article} {kind} ({text[:40] + '...' if len(text) > 40 else text})"
+
+
+def argument_list(value, name: str = "get_inputs()") -> list:
+    """What `get_inputs()` (or `get_init_inputs()`) returned, as the list of positional
+    arguments it stands for. Tensors, numbers, bools, strings and None are all legitimate
+    items (KernelBench passes ints such as `dim`); the container must be a list or a tuple. A
+    bare tensor, a string or a dict would be silently split into rows, characters or keys by
+    `list()`: said plainly instead."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    whose = "forward's" if name == "get_inputs()" else "the constructor's"
+    if isinstance(value, torch.Tensor):
+        fix = "wrap it: `return [x]`"
+    elif isinstance(value, dict):
+        fix = f"arguments are positional: return their values as a list, in {whose} order"
+    else:
+        fix = "e.g. `return [x]`" if name == "get_inputs()" else \
+            "e.g. `return [in_features, out_features]`, or `return []`"
+    missing = " (is its `return` missing?)" if value is None else ""
+    raise BadInputs(f"{name} returned {describe_value(value)}{missing}, not a list of {whose} "
+                    f"arguments in order; {fix}")
 
 
 def to_device(values, device: str):
@@ -101,13 +145,13 @@ def trial_inputs(module, trial: dict, device: str = "cpu") -> list:
     torch.manual_seed(trial["seed"])
     try:
         with torch.device(device):
-            inputs = list(module.get_inputs())
+            returned = module.get_inputs()
     except Exception:
         if device == "cpu":
             raise
         torch.manual_seed(trial["seed"])       # get_inputs that insists on host tensors
-        inputs = list(module.get_inputs())
-    inputs = to_device(inputs, device)
+        returned = module.get_inputs()
+    inputs = to_device(argument_list(returned), device)
     inputs = redistribute(inputs, trial.get("distribution", "given"))
     if trial.get("batch") == "auto":   # another batch size: half plus one, or 2 for a batch of 1
         batch = next((x.shape[0] for x in inputs if isinstance(x, torch.Tensor) and x.dim()), 1)
@@ -210,7 +254,7 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
             synchronize(device)
             samples.append((perf_counter_ns() - begin) / 1e6)
         if k - first in keep and kept is not None:
-            kept[k] = out
+            kept[k] = unaliased(out, inputs)
     sets.calls = first + calls
     wall_ms = None
     if flush is not None:
@@ -220,6 +264,22 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
         cuda_synchronize()
         wall_ms = (perf_counter_ns() - begin) / calls / 1e6
     return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in keep]}
+
+
+def unaliased(value, inputs: list):
+    """A kept output as it was when its call returned. An output that is a view of an input
+    (`x.t()`, a slice, `x` itself) would change when that input set is refilled for a later
+    call, and a right answer would be judged wrong: such outputs are copied (after the clock
+    stopped)."""
+    storages = {x.untyped_storage().data_ptr() for x in inputs if type(x) is torch.Tensor}
+
+    def copy(v):
+        if type(v) is torch.Tensor:   # never a subclass: its clone could compute, off the clock
+            return tensor_clone(v) if v.untyped_storage().data_ptr() in storages else v
+        if isinstance(v, (list, tuple)):
+            return [copy(x) for x in v]
+        return v
+    return copy(value) if storages else value
 
 
 def time_callable(fn, device: str, calls: int = 20) -> dict:

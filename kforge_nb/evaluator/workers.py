@@ -49,7 +49,11 @@ def error_report(exc: BaseException, filename: str, source: str) -> dict:
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         report["kind"] = "gpu_out_of_memory"
     if frames:
-        report["line"], report["source_line"] = frames[-1].lineno, frames[-1].line
+        line = frames[-1].lineno
+        lines = source.splitlines()
+        # the text judged, not what linecache finds on disk (nothing, for a "<name>" label)
+        text = lines[line - 1].strip() if line and 0 < line <= len(lines) else frames[-1].line
+        report["line"], report["source_line"] = line, text
     log = getattr(exc, "log", None)
     if log is not None:  # a native compiler error: map its line into the candidate file
         report["log"] = log[-8000:]
@@ -68,7 +72,7 @@ def load_problem(job: dict):
 def build(cls, problem, job: dict, device: str):
     """`cls` built with the problem's constructor arguments, drawn from the same seed."""
     torch.manual_seed(job["init_seed"])
-    init_inputs = list(problem.get_init_inputs())
+    init_inputs = harness.argument_list(problem.get_init_inputs(), "get_init_inputs()")
     torch.manual_seed(job["init_seed"])
     return cls(*init_inputs).to(device)
 
@@ -105,8 +109,9 @@ def size_check(module, job: dict) -> tuple[str, int | None]:
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
             torch.manual_seed(0)
-            model = module.Model(*module.get_init_inputs())
-            inputs = list(module.get_inputs())
+            model = module.Model(*harness.argument_list(module.get_init_inputs(),
+                                                        "get_init_inputs()"))
+            inputs = harness.argument_list(module.get_inputs())
             with FlopCounterMode(display=False) as counter, torch.no_grad():
                 outputs = harness.as_tensor_list(model(*inputs))
             params = list(model.parameters()) + list(model.buffers())
@@ -118,7 +123,9 @@ def size_check(module, job: dict) -> tuple[str, int | None]:
     if device == "cuda":
         have, where = torch.cuda.mem_get_info()[1] * 0.9, f"the GPU ({torch.cuda.get_device_name()})"
     else:
-        have, where = min(available_memory(), job["memory_bytes"]), "this host's memory"
+        free = available_memory()
+        have, where = (free, "this host's memory") if free <= job["memory_bytes"] else \
+            (job["memory_bytes"], "each worker's memory limit")
     if need <= have:
         return "", flops
     gib = lambda n: f"{n / 2**30:.1f} GiB"  # noqa: E731
@@ -389,7 +396,10 @@ def profile_fresh(model, sets, device: str, trace: str) -> list[dict]:
 def plain_outputs(value) -> tuple[list, str]:
     """The forward's tensors, or why they are not plain tensors (a subclass can lie about its
     values when compared; it is not an answer)."""
-    outputs = harness.as_tensor_list(value)
+    try:
+        outputs = harness.as_tensor_list(value)
+    except TypeError as exc:     # None (a missing `return`?), a dict, a string, an array
+        return [], f"ModelNew.{str(exc)}"
     for k, o in enumerate(outputs):
         if type(o) is not torch.Tensor and not isinstance(o, torch.nn.Parameter):
             return outputs, f"output {k} is a {type(o).__module__}.{type(o).__name__}, " \
