@@ -70,7 +70,7 @@ class KForgeMagics(Magics):
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         self.session = None          # the last session started here
-        self.dashboard = None
+        self.widget = None           # its live view (at a frontend)
         self.report = None
         self.sessions: dict[str, object] = {}
 
@@ -210,22 +210,19 @@ class KForgeMagics(Magics):
         return args
 
     def _show(self, session) -> None:
+        """At a frontend: the live widget while the session runs, then the report that a saved
+        notebook keeps (see ui/report.py ReportView). Headless (nbclient, papermill): the
+        report alone. In a terminal: progress lines."""
         from .ui.report import ReportView
-        try:
-            from .ui.dashboard import Dashboard
-            self.dashboard = Dashboard(session)
-        except ImportError as err:      # no ipywidgets: the report alone still shows the run
-            self.dashboard = None
-            print(f"kforge: no live dashboard ({err}); pip install ipywidgets", file=sys.stderr)
+        self.widget = None
         self.report = ReportView(session, self.shell)
-        if in_kernel(self.shell):
-            from IPython.display import display
-            if self.dashboard is not None:
-                display(self.dashboard.widget)
-            self.report.show()
-        else:
+        if not in_kernel(self.shell):
             from .ui.terminal import Progress
             session.subscribe(Progress(sys.stdout))
+            return
+        if interactive_frontend(self.shell):
+            self.widget = live_widget(session)
+        self.report.show(self.widget)
 
     def _should_block(self, args) -> bool:
         if args.block is not None:
@@ -245,8 +242,9 @@ class KForgeMagics(Magics):
                   file=sys.stderr)
             session.wait()
         if not in_kernel(self.shell):
-            from .ui.report import run_record, to_text
-            print(to_text(run_record(session)))
+            from .ui.fallback import to_text
+            from .ui.report import run_record
+            print(f"{to_text(run_record(session))}\n{session.history!r}")
         if session.error:
             print(f"kforge: {session.error}", file=sys.stderr)
 
@@ -267,15 +265,14 @@ class KForgeMagics(Magics):
         return self.session
 
     def _last(self, _rest: str) -> None:
-        from .ui.report import bundle, run_record, to_text
+        from .ui.fallback import to_text
+        from .ui.report import ReportView, run_record
         session = self._need_session("last")
-        if in_kernel(self.shell):
-            from IPython.display import display
-            if self.dashboard is not None:
-                display(self.dashboard.widget)
-            display(bundle(run_record(session)), raw=True)
+        if in_kernel(self.shell):     # the live view while it runs, and the report
+            live = session.running and interactive_frontend(self.shell)
+            ReportView(session, self.shell).show(self.widget if live else None)
         else:
-            print(to_text(run_record(session)))
+            print(f"{to_text(run_record(session))}\n{session.history!r}")
 
     def _resume(self, rest: str) -> None:
         if not rest:
@@ -322,6 +319,17 @@ class KForgeMagics(Magics):
                         + (f"  (None: kforge run's default, {default!r})" if value is None else ""))
         print("kforge magic configuration (set in ipython_config.py or with %config "
               "KForgeMagics.NAME = VALUE; a flag on the %%kforge line wins):\n" + "\n".join(rows))
+
+
+def live_widget(session):
+    """The session's live view, or None (and why) where anywidget is missing."""
+    try:
+        from .ui.widget import RunWidget
+    except ImportError as err:
+        print(f"kforge: no live view ({err}); pip install 'kforge-nb[notebook]'. The report "
+              f"below still follows the run.", file=sys.stderr)
+        return None
+    return RunWidget(session)
 
 
 def in_kernel(shell) -> bool:

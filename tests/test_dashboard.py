@@ -1,44 +1,56 @@
-"""The dashboard: its buttons hand decisions to the session, its tabs show the verdicts.
+"""The live view: the widget hands what the browser sends to the session, and its record (what
+the view draws) says what happened, the end included.
 
-Buttons are clicked programmatically (`button.click()` runs the same handlers a browser click
-does); the session's recorded decisions and the prompts the model received prove it followed.
+Messages go through `RunWidget.handle_message`, the widget's `on_msg` handler, with exactly the
+content the view's `model.send` sends (labextension/src/view.ts; tests/test_notebook_labextension.py
+checks the view sends these). The session's recorded decisions and the prompts the scripted model
+received prove it followed.
 """
 from __future__ import annotations
 
-import time
+import json
+import re
+import sys
 
 from tests.test_magic import (BROKEN, FASTER, FASTEST, GOOD, WRONG, answer, api, ip,  # noqa: F401
-                              kforge, magics, recommendation, wait_for)
+                              kforge, recommendation, wait_for)
 
 
-def test_review_mode_waits_and_follows_accept_edit_redirect_then_stop(api, ip, kforge):
+def widget_of(session):
+    """The live view, made as %%kforge makes it at a frontend."""
+    from kforge_nb.magics import live_widget
+    return live_widget(session)
+
+
+def decisions(session) -> list[str]:
+    return [e.data["kind"] for e in session.events if e.kind == "decision"]
+
+
+def test_review_mode_follows_accept_edit_redirect_then_stop_sent_by_the_view(api, kforge):
     server = api([answer(GOOD), recommendation("chunk the rows"), answer(FASTER),
                   recommendation("unroll"), answer(FASTEST), recommendation("vectorise"),
                   answer(GOOD), recommendation("never asked")])
     session = kforge("--iterations 6 --mode review")
-    dash = magics(ip).dashboard
+    widget = widget_of(session)
     assert session.running                                     # review mode: the cell returned
 
     wait_for(session, "recommendation", 1)
-    time.sleep(0.3)
-    assert len(session.history) == 1 and session.running      # waiting for a person
-    assert dash.pending and not dash.buttons["accept"].disabled
-    dash.buttons["accept"].click()
+    widget.push()
+    assert widget.record["pending"] and widget.record["state"] == "running"
+    assert widget.record["recommendation"]["title"] == "chunk the rows"
+    widget.handle_message({"action": "accept"})
 
     wait_for(session, "recommendation", 2)
-    dash.edit_text.value = "unroll the inner loop by 8, keep schedule(static)"
-    dash.buttons["edit"].click()
-
+    widget.handle_message({"action": "edit",
+                           "text": "unroll the inner loop by 8, keep schedule(static)"})
     wait_for(session, "recommendation", 3)
-    dash.redirect_text.value = "try a two-pass algorithm with a single exp per element"
-    dash.buttons["redirect"].click()
-
+    widget.handle_message({"action": "redirect",
+                           "text": "try a two-pass algorithm with a single exp per element"})
     wait_for(session, "recommendation", 4)
-    dash.buttons["stop"].click()
+    widget.handle_message({"action": "stop"})
     session.wait(120)
 
-    decisions = [e.data["kind"] for e in session.events if e.kind == "decision"]
-    assert decisions == ["accept", "edit", "redirect", "stop"]
+    assert decisions(session) == ["accept", "edit", "redirect", "stop"]
     assert [a.decision.kind if a.decision else None for a in session.history] == \
         [None, "accept", "edit", "redirect"]
     assert session.finish_reason == "stopped by the user"
@@ -46,136 +58,189 @@ def test_review_mode_waits_and_follows_accept_edit_redirect_then_stop(api, ip, k
     assert "schedule(static, 4)" in prompts[2]                   # accepted recommendation
     assert "unroll the inner loop by 8" in prompts[4]            # the edited text
     assert "two-pass algorithm" in prompts[6]                    # the redirect
-    assert dash.buttons["accept"].disabled and dash.finished
+    record = widget.record                                       # pushed by `finished` at once
+    assert record["state"] == "finished" and not record["pending"]
+    assert [d["kind"] for d in record["decisions"]] == ["accept", "edit", "redirect", "stop"]
+    assert record["status"].startswith("finished: stopped by the user")
 
 
-def test_edit_with_empty_text_is_refused_in_the_dashboard_not_the_session(api, ip, kforge):
+def test_edit_with_empty_text_is_refused_and_the_reply_is_shown(api, kforge):
     api([answer(GOOD), recommendation(), answer(FASTER)])
     session = kforge("--iterations 2 --mode review")
-    dash = magics(ip).dashboard
+    widget = widget_of(session)
     wait_for(session, "recommendation")
-    dash.edit_text.value = "   "
-    dash.buttons["edit"].click()
-    assert "needs text" in dash.decision_status.value and session.running
-    dash.buttons["skip"].click()
+    widget.handle_message({"action": "edit", "text": "   "})
+    assert "needs text" in widget.message and session.running
+    widget.handle_message({"action": "skip"})
     session.wait(120)
-    assert [e.data["kind"] for e in session.events if e.kind == "decision"] == ["skip"]
+    assert decisions(session) == ["skip"]
 
 
-def test_auto_mode_accepts_by_itself_and_disables_the_decision_buttons(api, ip, kforge):
+def test_after_the_end_the_record_is_finished_and_decisions_are_refused(api, kforge):
     api([answer(GOOD), recommendation(), answer(FASTER)])
-    session = kforge("--iterations 2 --mode auto")
-    dash = magics(ip).dashboard
-    assert [e.data["kind"] for e in session.events if e.kind == "decision"] == ["accept"]
-    assert all(b.disabled for b in dash.buttons.values())
-    assert "accepted automatically" in dash.decision_status.value
+    session = kforge("--iterations 2 --mode auto")              # blocks until the end
+    widget = widget_of(session)
+    record = widget.record
+    assert record["state"] == "finished" and record["running"] is False
+    assert not record["pending"] and record["recommendation"]["decision"] == "accept"
+    assert record["summary"]["reason"] == "iteration budget used"
+    assert record["status"].startswith("finished: iteration budget used; best is candidate")
+    assert record["progress"] == {"iteration": 2, "iterations": 2}
+    widget.handle_message({"action": "accept"})
+    assert "already finished" in widget.message
+    assert decisions(session) == ["accept"]                    # auto mode's own, nothing more
 
 
-def test_stop_button_in_the_header_stops_the_session(api, ip, kforge):
+def test_stop_sent_by_the_view_stops_a_running_session(api, kforge):
     api([answer(GOOD)] + [recommendation(), answer(FASTER)] * 6)
     session = kforge("--iterations 6 --no-block")
+    widget = widget_of(session)
     wait_for(session, "evaluated")
-    magics(ip).dashboard.stop_button.click()
+    widget.handle_message({"action": "stop"})
     session.wait(120)
     assert session.finish_reason == "stopped by the user"
+    assert widget.record["state"] == "finished"
 
 
-def test_evaluate_my_edit_judges_the_editor_text_in_the_background(api, ip, kforge):
+def test_evaluate_my_edit_takes_an_id_the_agent_never_uses(api, kforge):
+    """The agent waits in iteration 1 for a decision; the edit judged meanwhile joins iteration 1
+    as sample 1, and the agent's candidate of iteration 1 is 1.0: ids and folders differ."""
+    api([answer(GOOD), recommendation(), answer(FASTER)])
+    session = kforge("--iterations 2 --mode review")
+    widget = widget_of(session)
+    wait_for(session, "recommendation")
+    widget.handle_message({"action": "evaluate", "code": WRONG}).join(120)
+    assert widget.message.startswith("your edit is candidate 1.1: mismatch")
+    widget.handle_message({"action": "accept"})
+    session.wait(120)
+    assert [(a.id, a.kind) for a in session.history] == \
+        [("0.0", "initial"), ("1.1", "manual"), ("1.0", "optimise")]
+    folders = {a.result.artifacts for a in session.history}
+    assert len(folders) == 3                                    # nothing judged twice in one folder
+    record = widget.record
+    ids = [a["id"] for a in record["history"]]
+    assert ids == ["0.0", "1.1", "1.0"] and len(set(ids)) == len(ids)
+    manual = record["history"][1]
+    assert manual["result"]["correctness"]["max_abs_error"] > 0
+    assert manual["error_map"]["kind"] == "2d" and manual["result"]["correctness"]["worst"]
+
+
+def test_an_edit_after_the_end_joins_the_last_iteration(api, kforge):
     api([answer(GOOD)])
     session = kforge("--iterations 1")
-    dash = magics(ip).dashboard
-    assert dash.editor.value == GOOD                       # the editor holds the candidate
-    dash.editor.value = WRONG
-    dash.evaluate_button.click()
-    wait_for(session, "evaluated", 2)
-    deadline = time.monotonic() + 30
-    while "mismatch" not in dash.edit_status.value and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert session.history[-1].code == WRONG and session.history[-1].kind == "manual"
-    assert "mismatch" in dash.edit_status.value
-    assert "max abs error" in dash.correctness_view.value
-    assert "error heat map" in dash.error_map_view.value      # 2-D output: a heat map
-    assert "worst positions" in dash.correctness_view.value
-    assert len(dash.strip.children) == 2
+    widget = widget_of(session)
+    widget.handle_message({"action": "evaluate", "code": "   "})
+    assert "editor is empty" in widget.message
+    widget.handle_message({"action": "evaluate", "code": FASTER}).join(120)
+    widget.handle_message({"action": "evaluate", "code": FASTEST}).join(120)
+    assert [a.id for a in session.history] == ["0.0", "0.1", "0.2"]
+    assert [a["id"] for a in widget.record["history"]] == ["0.0", "0.1", "0.2"]
 
 
-def test_compile_error_marks_the_offending_line_and_diff_shows_the_fix(api, ip, kforge):
+def test_record_of_a_compile_error_and_its_fix(api, kforge):
     api([answer(BROKEN), answer(GOOD)])
-    kforge("--iterations 2")
-    dash = magics(ip).dashboard
-    dash.select(0)
-    assert "compile_failure" in dash.errors_view.value
-    assert "row_sum += row_out[c]" in dash.errors_view.value
-    assert "background-color: #ffffcc" in dash.errors_view.value   # pygments' hl_lines mark
-    dash.select(1)
-    assert "+1 / -1 lines" in dash.diff_view.value
-    assert "speedup per correct candidate" in dash.speedup_view.value
-    assert "kernel timeline" in dash.timeline_view.value
-    assert "top kernels" in dash.profile_view.value and "trace" in dash.profile_view.value
+    session = kforge("--iterations 2")
+    broken, fixed = widget_of(session).record["history"]
+    error = broken["result"]["error"]
+    assert broken["result"]["state"] == "compile_failure"
+    assert BROKEN.splitlines()[error["line"] - 1].strip() == "row_sum += row_out[c]"
+    assert fixed["kernels"]["candidate"] and fixed["kernels"]["reference"]   # Profile tab
+    assert fixed["result"]["profile"]["trace"].endswith("trace.json")
+    record = widget_of(session).record
+    assert record["best_id"] == "1.0" and record["profile"]["candidate_events"]   # timeline
 
 
-def test_interpreter_timings_are_flagged_prominently(api, ip, kforge):
+def test_interpreter_timings_are_flagged_in_the_record(api, kforge):
     from pathlib import Path
     import kforge_nb
     triton = (Path(kforge_nb.__file__).parent / "targets/examples/triton_softmax.py").read_text()
     api([answer(triton)])
     session = kforge("--iterations 1 --target triton")
-    dash = magics(ip).dashboard
     assert session.history[0].result.state == "correct"
     assert session.history[0].result.timing.real is False
-    assert "NOT performance figures" in dash.banner.value and "interpreter" in dash.banner.value
+    assert "interpreter" in widget_of(session).record["timing_note"]
 
 
-def test_interactive_plotly_charts_are_built_on_request_and_follow_the_selection(api, ip, kforge):
-    import pytest
-    from kforge_nb.ui import figures
-    if figures.available():
-        pytest.skip(figures.available())
+def test_the_record_is_data_that_a_browser_can_parse(api, kforge):
+    api([answer(WRONG), answer(GOOD)])
+    session = kforge("--iterations 2")
+    record = widget_of(session).record
+    text = json.dumps(record, allow_nan=False)                 # JSON.parse refuses NaN
+    assert "<div" not in text and "<span" not in text          # data, not HTML
+    assert record["history"][0]["error_map"]["values"]
+
+
+def test_fallback_html_survives_sanitising_and_draws_the_chart_as_a_png(api, kforge):
+    from kforge_nb.ui.report import MIME, bundle, run_record
     api([answer(GOOD), recommendation(), answer(FASTER)])
-    kforge("--iterations 2")
-    dash = magics(ip).dashboard
-    assert not dash.figures                                # nothing heavy until asked
-    dash.interactive_button.click()
-    timeline, speedups = dash.timeline_box.children[0], dash.speedup_box.children[0]
-    assert type(timeline).__name__ == "FigureWidget"
-    assert [t.name for t in timeline.data] == ["reference", "candidate"]
-    assert len(speedups.data[0].y) == 2                   # vs eager, both candidates
-    dash.select(0)
-    assert dash.timeline_box.children[0] is timeline      # redrawn in place, one widget
-    assert "candidate 0.0" in timeline.layout.title.text
+    session = kforge("--iterations 2")
+    shown = bundle(run_record(session))
+    html = shown["text/html"]
+    assert "<svg" not in html and "<script" not in html
+    assert not re.search(r"<[^>]*\son\w+\s*=", html)            # no event handlers
+    assert '<img alt="speedup per correct candidate" src="data:image/png;base64,' in html
+    assert "<table" in html and "class ModelNew" in html
+    text = shown["text/plain"].splitlines()
+    assert len(text) <= 5 and "2 candidates over 2 iterations" in text[1]
+    assert "finished: iteration budget used" in text[0]
+    assert shown[MIME]["state"] == "finished"
 
 
-def test_without_anywidget_the_interactive_button_says_what_to_install(api, ip, kforge,
-                                                                       monkeypatch):
-    import sys
+def test_without_matplotlib_the_fallback_keeps_the_table(api, kforge, monkeypatch):
+    from kforge_nb.ui import fallback
+    from kforge_nb.ui.report import run_record
     api([answer(GOOD)])
-    kforge("--iterations 1")
-    monkeypatch.setitem(sys.modules, "anywidget", None)   # as if it were not installed
-    dash = magics(ip).dashboard
-    dash.interactive_button.click()
-    assert "pip install plotly anywidget" in dash.timeline_box.children[0].value
-    assert not dash.figures
+    session = kforge("--iterations 1")
+    fallback.speedup_png.cache_clear()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)         # as if it were not installed
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    try:
+        html = fallback.to_html(run_record(session))
+    finally:
+        fallback.speedup_png.cache_clear()
+    assert "<img" not in html and "<table" in html and "0.0 ★" in html
 
 
-def test_one_dimensional_error_maps_are_drawn_as_bars():
-    from kforge_nb.ui import charts
-    svg = charts.error_map({"kind": "1d", "values": [0.0, 0.5, 2.0], "shape": [3000]})
-    assert svg.count("<rect") == 3 and "tallest 2" in svg and "shape 3000" in svg
+def test_without_anywidget_there_is_no_live_view_and_the_report_still_is(api, kforge, capsys,
+                                                                          monkeypatch):
+    from kforge_nb.ui.report import MIME
+    api([answer(GOOD)])
+    session = kforge("--iterations 1")
+    monkeypatch.setitem(sys.modules, "anywidget", None)         # as if it were not installed
+    monkeypatch.delitem(sys.modules, "kforge_nb.ui.widget", raising=False)
+    assert widget_of(session) is None
+    assert "pip install 'kforge-nb[notebook]'" in capsys.readouterr().err
+    assert set(session._repr_mimebundle_()) == {MIME, "text/html", "text/plain"}
 
 
-def test_builtin_agent_offline_in_review_mode_follows_the_buttons(ip, kforge, monkeypatch):
+def test_history_and_best_print_one_short_line_per_attempt(api, kforge):
+    api([answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)])
+    session = kforge("--iterations 3")
+    lines = repr(session.history).splitlines()
+    assert lines[0] == "<History: 3 candidates>" and len(lines) == 4
+    assert all(len(line) <= 120 for line in lines), lines
+    assert lines[1].split()[:3] == ["0.0", "initial", "compile_failure"]
+    assert lines[2].split()[:3] == ["1.0", "fix", "correct"] and " ms " in lines[2]
+    best = repr(session.best)
+    assert "\n" not in best and len(best) < 120 and "x vs eager" in best
+    assert "ModelNew" not in repr(session.history) + best
+    html = session.history._repr_html_()
+    assert html.count("<tr>") == 4 and "ModelNew" not in html
+    assert session.best._repr_html_().count("<tr>") == 2
+
+
+def test_builtin_agent_offline_in_review_mode_follows_the_view(ip, kforge, monkeypatch):
     """Whatever the builtin analyst concludes from this machine's timings (a change, or "no
     further change expected"), review mode asks, and a redirect always goes on: the outcome
     does not depend on the machine's speed."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     session = kforge("--iterations 3 --provider builtin --mode review")
-    dash = magics(ip).dashboard
+    widget = widget_of(session)
     wait_for(session, "recommendation", 1)
-    dash.redirect_text.value = "keep the kernel as it is"
-    dash.buttons["redirect"].click()
+    widget.handle_message({"action": "redirect", "text": "keep the kernel as it is"})
     wait_for(session, "recommendation", 2)
-    dash.redirect_text.value = "use a single pass with an online softmax"
-    dash.buttons["redirect"].click()
+    widget.handle_message({"action": "redirect",
+                           "text": "use a single pass with an online softmax"})
     session.wait(120)
     assert session.provider_description.startswith("builtin")
     assert [a.decision.kind if a.decision else None for a in session.history] == \

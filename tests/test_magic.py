@@ -2,7 +2,7 @@
 
 The model is a scripted Messages API on 127.0.0.1 (tests/support/fake_anthropic.py) reached
 through the real `anthropic` SDK, so every test controls exactly which candidates arrive.
-Helpers here are shared by the dashboard, export and notebook tests.
+Helpers here are shared by the widget, export and notebook tests.
 """
 from __future__ import annotations
 
@@ -202,7 +202,9 @@ def test_kforge_eval_judges_a_notebook_variable_against_the_last_problem(api, ip
     assert session.history[-1].code == WRONG
     assert session.history[-1].result.state == "mismatch"
     assert "mismatch" in capsys.readouterr().out
-    assert len(magics(ip).dashboard.attempts) == 2            # the dashboard saw it too
+    from kforge_nb.ui.report import run_record
+    # the view's record has it too, under an id of its own (the run's last iteration, sample 1)
+    assert [a["id"] for a in run_record(session)["history"]] == ["0.0", "0.1"]
 
 
 def test_kforge_last_and_config_print_in_a_terminal(api, ip, kforge, capsys):
@@ -284,7 +286,8 @@ def test_kforge_resume_goes_on_with_a_stopped_run_in_its_own_folder(api, ip, kfo
     assert resumed.history[0].code == first.history[0].code == GOOD      # kept, not redone
     assert resumed.best.code in (GOOD, FASTER, FASTEST)
     assert resumed.summary()["iterations"] == 3
-    assert len(magics(ip).dashboard.attempts) == 3   # the dashboard shows the earlier one too
+    from kforge_nb.ui.report import run_record
+    assert len(run_record(resumed)["history"]) == 3   # the view shows the earlier one too
     resumed.stop()
     ip.run_cell_magic("kforge", f"--resume {folder} --iterations 4 --block",
                       "# the same run, one more round")

@@ -1,8 +1,9 @@
-"""The JupyterLab renderer (labextension/src/index.ts) draws a real run record.
+"""The view (labextension/src/view.ts) draws real run records, as the live widget and as
+JupyterLab's renderer of a saved notebook, and sends what the widget's `handle_message` reads.
 
-The record comes from a real session; the renderer runs in jsdom through `npm test` in
-labextension/ (compiled by tsc). Skipped where node or the extension's node_modules are absent
-(`cd labextension && npm install` sets it up).
+The records come from real sessions; the committed bundle (kforge_nb/ui/static/view.js, what a
+notebook loads) runs in jsdom under node (labextension/test/render.mjs). Skipped, saying why,
+where node or jsdom is missing (`cd labextension && npm ci` installs jsdom).
 """
 from __future__ import annotations
 
@@ -13,27 +14,133 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_magic import GOOD, WRONG, answer, api, ip, kforge, recommendation  # noqa: F401
+from tests.test_magic import (BROKEN, FASTER, GOOD, WRONG, answer, api, ip,  # noqa: F401
+                              kforge, recommendation, wait_for)
 
 LABEXTENSION = Path(__file__).parent.parent / "labextension"
 pytestmark = pytest.mark.skipif(
-    shutil.which("npm") is None or not (LABEXTENSION / "node_modules" / "jsdom").is_dir(),
-    reason="needs npm and `npm install` in labextension/")
+    shutil.which("node") is None or not (LABEXTENSION / "node_modules" / "jsdom").is_dir(),
+    reason="needs node and jsdom: `cd labextension && npm ci`")
 
 
-def test_renderer_draws_the_candidates_table_and_shows_code_on_click(api, kforge, tmp_path):
-    from kforge_nb.ui.report import run_record
-    api([answer(WRONG), answer(GOOD)])
-    session = kforge("--iterations 2")
-    record_path = tmp_path / "record.json"
-    record_path.write_text(json.dumps(run_record(session), default=str))
-    proc = subprocess.run(["npm", "test", "--silent", "--", str(record_path)], cwd=LABEXTENSION,
+def render(tmp_path: Path, renderer: str, record: dict, steps: list[dict]) -> dict:
+    """Snapshots (what the view shows, and what it sent) after the scenario's steps."""
+    scenario = tmp_path / f"scenario-{renderer}.json"
+    scenario.write_text(json.dumps({"renderer": renderer, "record": record, "steps": steps}))
+    proc = subprocess.run(["node", "test/render.mjs", str(scenario)], cwd=LABEXTENSION,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert "2 candidates over 2 iterations" in seen["header"]
-    assert seen["rows"][0].startswith("0.0 | initial | mismatch")
-    assert seen["rows"][1].startswith("1.0 ★ | fix | correct")
-    assert "candidate 0.0 (mismatch)" in seen["code_after_click"]
-    assert "0.5f * inv_sum" in seen["code_after_click"]
-    assert seen["chart"] and seen["scripts"] == 0
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def record_of(session) -> dict:
+    from kforge_nb.ui.report import run_record
+    return run_record(session)
+
+
+def test_a_finished_run_shows_its_end_state_and_unique_candidates(api, kforge, tmp_path):
+    api([answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)])
+    record = record_of(kforge("--iterations 3"))
+    seen = render(tmp_path, "widget", record, [
+        {"snapshot": "end"},
+        {"click": '[data-role=candidate][data-id="0.0"]'},
+        {"click": "button[data-tab=errors]"},
+        {"snapshot": "broken"},
+        {"fill": "textarea[data-input=code]", "value": "my edit"},
+        {"click": "button[data-action=evaluate]"},
+        {"snapshot": "evaluated"}])
+    end = seen["end"]
+    assert end["renderer"] == "widget" and end["state"] == "finished" and end["roots"] == 1
+    assert "finished: iteration budget used" in end["header"] and "3/3" not in end["header"]
+    assert end["stop"] is None                                   # Stop only while running
+    assert end["candidates"] == ["0.0", "1.0", "2.0"]            # unique, one chip each
+    assert end["selected"] == record["best_id"]                  # the best, once finished
+    assert end["tabs"] == ["code", "errors", "correctness", "profile", "performance",
+                           "recommendation"] and end["shown"] == ["code"]
+    recommendation_pane = end["panes"]["recommendation"]
+    assert "session finished: iteration budget used" in recommendation_pane
+    assert "waiting" not in recommendation_pane
+    assert set(end["buttons"]) == {"evaluate"}                   # nothing left to decide
+    assert not end["buttons"]["evaluate"]["disabled"]            # an edit can still be judged
+    assert end["inputs"]["code"]["value"] == record["best"]["code"]
+    assert {"speedup", "timeline"} <= set(end["charts"])            # Performance, Profile
+    assert [row.split(" | ")[2] for row in end["rows"]] == ["compile_failure", "correct",
+                                                          "correct"]
+    assert end["scripts"] == 0 and end["images"] == 0 and end["handlers"] == 0
+
+    broken = seen["broken"]
+    assert broken["selected"] == "0.0" and broken["shown"] == ["errors"]
+    assert [line.strip() for line in broken["marked"]] == ["row_sum += row_out[c]"]
+    assert "compile_failure" in broken["panes"]["errors"]
+    assert seen["evaluated"]["sent"] == [{"action": "evaluate", "code": "my edit"}]
+
+
+def test_a_waiting_run_asks_then_shows_the_end_and_the_session_follows_its_messages(
+        api, kforge, tmp_path):
+    """What the view sends is what the widget's handle_message reads: the session follows."""
+    from kforge_nb.magics import live_widget
+    server = api([answer(GOOD), recommendation("chunk the rows"), answer(FASTER)])
+    session = kforge("--iterations 2 --mode review")
+    wait_for(session, "recommendation")
+    waiting = record_of(session)
+    seen = render(tmp_path, "widget", waiting, [
+        {"snapshot": "waiting"},
+        {"fill": "textarea[data-input=edit]", "value": "chunk rows by 4 and unroll by 2"},
+        {"click": "button[data-action=edit]"},
+        {"snapshot": "sent"}])
+    w = seen["waiting"]
+    assert w["state"] == "running" and "iteration 2/2" in w["header"]
+    assert w["stop"] == {"disabled": False}
+    assert w["tab"] == "recommendation"                          # the question is shown
+    assert "waiting for your decision" in w["panes"]["recommendation"]
+    assert "chunk the rows" in w["panes"]["recommendation"]
+    assert {k: v["disabled"] for k, v in w["buttons"].items()} == {
+        "stop": False, "evaluate": False, "accept": False, "edit": False, "redirect": False,
+        "skip": False}
+    assert w["inputs"]["edit"]["value"] == "use schedule(static, 4)"   # to be edited
+    sent = seen["sent"]["sent"]
+    assert sent == [{"action": "edit", "text": "chunk rows by 4 and unroll by 2"}]
+    assert all(v["disabled"] for k, v in seen["sent"]["buttons"].items()
+               if k in ("accept", "edit", "redirect", "skip"))    # until the kernel answers
+
+    widget = live_widget(session)
+    widget.handle_message(sent[0])
+    session.wait(120)
+    assert [a.decision.text if a.decision else None for a in session.history] == \
+        [None, "chunk rows by 4 and unroll by 2"]
+    assert "chunk rows by 4" in server.requests[2]["body"]["messages"][0]["content"]
+
+    finished = render(tmp_path, "widget", waiting, [
+        {"record": widget.record}, {"snapshot": "end"}])["end"]
+    assert finished["state"] == "finished" and finished["stop"] is None
+    assert "finished: iteration budget used" in finished["header"]
+    assert "waiting" not in finished["panes"]["recommendation"]
+    assert set(finished["buttons"]) == {"evaluate"}
+    assert finished["candidates"] == ["0.0", "1.0"]
+
+
+def test_a_saved_run_is_drawn_without_a_kernel(api, kforge, tmp_path):
+    api([answer(WRONG), answer(GOOD)])
+    record = record_of(kforge("--iterations 2"))
+    saved = render(tmp_path, "mime", record, [
+        {"click": '[data-role=candidate][data-id="0.0"]'},
+        {"click": "button[data-tab=correctness]"},
+        {"snapshot": "saved"}])["saved"]
+    assert saved["renderer"] == "mime" and saved["state"] == "finished"
+    assert any("saved run — no kernel" in note for note in saved["notes"])
+    assert saved["buttons"] == {"evaluate": {"disabled": True}}
+    assert saved["inputs"]["code"]["readOnly"] and saved["sent"] == []
+    assert "max abs error" in saved["panes"]["correctness"] and "error-map" in saved["charts"]
+    assert "worst positions" in saved["panes"]["correctness"]
+
+
+def test_text_from_the_record_is_never_parsed_as_html(api, kforge, tmp_path):
+    api([answer(GOOD)])
+    record = record_of(kforge("--iterations 1"))
+    hostile = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+    record["history"][0]["code"] = record["best"]["code"] = hostile
+    record["summary"]["problem"] = hostile
+    record["notices"] = [hostile]
+    seen = render(tmp_path, "widget", record, [{"snapshot": "end"}])["end"]
+    assert seen["images"] == 0 and seen["scripts"] == 0 and seen["handlers"] == 0
+    assert hostile in seen["header"] and hostile in seen["panes"]["code"]

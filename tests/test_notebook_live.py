@@ -1,11 +1,14 @@
 """A live kernel, driven the way JupyterLab drives it: execute requests with allow_stdin=True, and
-a button click sent as the comm message a browser sends. No frontend is mocked: this test is
-the frontend.
+a click sent as the comm message the view's `model.send` makes in a browser. No frontend is
+mocked: this test is the frontend.
 
 It checks what a person in JupyterLab relies on: the `%%kforge` cell returns at once in review
-mode; clicking the dashboard's Accept button reaches the session; and the report bundle keeps
-updating in place in the magic's own cell (update_display_data with that cell's parent header)
-after the cell has returned.
+mode and shows two outputs, the live widget (whose text/plain is one line, not a widget repr)
+then the report bundle; the widget's record follows the session and Accept reaches it; the
+report keeps updating in place in the magic's own cell (update_display_data with that cell's
+parent header) after the cell has returned; at the end the cell is cleared and the finished
+report shown again under its display id: the cell's one output, so a saved notebook keeps no
+widget (no "model not found" later).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from jupyter_client.manager import KernelManager
 from tests.test_magic import FAST, FASTER, GOOD, SOFTMAX_CELL, answer, api, recommendation  # noqa: F401
 
 MIME = "application/vnd.kforge.run+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 @pytest.fixture
@@ -59,14 +63,25 @@ def idle(msg_id):
                       and m["parent_header"].get("msg_id") == msg_id)
 
 
-def click(kc, comm_id: str) -> None:
-    """What @jupyter-widgets/base sends when a person clicks a Button."""
+def widget_record(comm_id: str, predicate):
+    """A state update of the widget whose record satisfies `predicate`."""
+    def check(m):
+        if m["msg_type"] != "comm_msg" or m["content"]["comm_id"] != comm_id:
+            return False
+        data = m["content"]["data"]
+        return data.get("method") == "update" and "record" in data.get("state", {}) and \
+            predicate(data["state"]["record"])
+    return check
+
+
+def send(kc, comm_id: str, content: dict) -> None:
+    """What the browser sends for the view's model.send(content)."""
     msg = kc.session.msg("comm_msg", {"comm_id": comm_id,
-                                      "data": {"method": "custom", "content": {"event": "click"}}})
+                                      "data": {"method": "custom", "content": content}})
     kc.shell_channel.send(msg)
 
 
-def test_review_mode_in_a_live_kernel_buttons_and_in_place_report(api, kernel, tmp_path):
+def test_review_mode_in_a_live_kernel_widget_messages_and_in_place_report(api, kernel):
     api([answer(GOOD), recommendation(), answer(FASTER)])
     kc = kernel()
     setup = kc.execute("%load_ext kforge_nb", allow_stdin=True)
@@ -74,31 +89,53 @@ def test_review_mode_in_a_live_kernel_buttons_and_in_place_report(api, kernel, t
 
     cell = kc.execute(f"%%kforge {FAST} --iterations 2 --mode review --out runs\n{SOFTMAX_CELL}",
                       allow_stdin=True)
-    started = time.monotonic()
-    seen = messages(kc, idle(cell))
-    assert time.monotonic() - started < 30                      # returned; the loop runs on
-    buttons = {m["content"]["data"]["state"].get("description"): m["content"]["comm_id"]
-               for m in seen if m["msg_type"] == "comm_open"
-               and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"}
-    shown = [m for m in seen if m["msg_type"] == "display_data" and MIME in m["content"]["data"]]
-    assert len(shown) == 1
-    display_id = shown[0]["content"]["transient"]["display_id"]
+    seen = messages(kc, idle(cell))   # the cell returned while the run waits for a decision
+    opened = [m for m in seen if m["msg_type"] == "comm_open" and
+              m["content"]["data"]["state"].get("_anywidget_id") == "kforge_nb.ui.widget.RunWidget"]
+    assert len(opened) == 1
+    comm_id = opened[0]["content"]["comm_id"]
+    assert opened[0]["content"]["data"]["state"]["record"]["state"] == "running"
+
+    shown = [m["content"] for m in seen if m["msg_type"] == "display_data"]
+    assert [WIDGET in s["data"] for s in shown] == [True, False]     # the widget, then the report
+    assert shown[0]["data"][WIDGET]["model_id"] == comm_id
+    plain = shown[0]["data"]["text/plain"]
+    assert "\n" not in plain and len(plain) <= 110 and plain.startswith("kforge live view")
+    assert MIME in shown[1]["data"]
+    display_id = shown[1]["transient"]["display_id"]
 
     def report_update(predicate):
         return lambda m: (m["msg_type"] == "update_display_data" and
                           m["content"]["transient"]["display_id"] == display_id and
                           predicate(m["content"]["data"][MIME]))
 
-    waiting = messages(kc, report_update(lambda r: any(e["kind"] == "recommendation"
-                                                       for e in r["events"])))
+    waiting = messages(kc, widget_record(comm_id, lambda r: r["pending"]))
     assert all(m["parent_header"]["msg_id"] == cell for m in waiting
                if m["msg_type"] == "update_display_data")         # routed to the magic's cell
     other = kc.execute("unrelated = 1", allow_stdin=True)     # another cell runs meanwhile
     messages(kc, idle(other))
-    click(kc, buttons["Accept"])
-    final = messages(kc, report_update(lambda r: not r["running"] and r["summary"]["reason"]))
-    record = final[-1]["content"]["data"][MIME]
-    assert final[-1]["parent_header"]["msg_id"] == cell
-    assert [e["data"]["kind"] for e in record["events"] if e["kind"] == "decision"] == ["accept"]
-    assert [a["decision"] for a in record["history"]] == [None, "accept"]
-    assert "<table" in final[-1]["content"]["data"]["text/html"]
+    send(kc, comm_id, {"action": "accept"})
+
+    done = {"widget": None, "cleared": None, "report": None}
+
+    def all_finished(m):
+        if widget_record(comm_id, lambda r: r["state"] == "finished")(m):
+            done["widget"] = m
+        if m["msg_type"] == "clear_output" and m["parent_header"]["msg_id"] == cell:
+            done["cleared"] = m
+        if done["cleared"] and m["msg_type"] == "display_data" and \
+                m["content"]["transient"]["display_id"] == display_id:
+            done["report"] = m                   # after the clear: the cell's one output
+        return all(done.values())
+    messages(kc, all_finished)
+    record = done["widget"]["content"]["data"]["state"]["record"]
+    assert [d["kind"] for d in record["decisions"]] == ["accept"]
+    assert [a["id"] for a in record["history"]] == ["0.0", "1.0"]
+    assert record["status"].startswith("finished: iteration budget used")
+    assert done["cleared"]["content"]["wait"] is True            # no flicker: cleared on display
+    report = done["report"]
+    assert report["parent_header"]["msg_id"] == cell
+    final = report["content"]["data"][MIME]
+    assert final["state"] == "finished"
+    assert [a["decision"] for a in final["history"]] == [None, "accept"]
+    assert "<table" in report["content"]["data"]["text/html"]

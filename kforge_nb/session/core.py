@@ -33,7 +33,7 @@ from ..targets import get_target
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision, QueuePolicy
 from .events import Event
 from .inputs import load_translation, parse_aux
-from .records import Attempt, Budget
+from .records import Attempt, Budget, History
 from . import saved
 
 
@@ -61,7 +61,9 @@ class Session:
         self.folder = Path(folder) if folder else \
             artifacts.new_folder(out, f"{problem.name}-{self.target.name}")
         self.options.out_dir = self.folder
-        self.history: list[Attempt] = []
+        self.history: History = History()
+        self._manual_slots: set[tuple[int, int]] = set()   # hand-judged ids being judged
+        self._manual_lock = threading.Lock()
         self.events: list[Event] = []
         self.usage = Usage()
         self._usage_lock = threading.Lock()
@@ -139,9 +141,25 @@ class Session:
             self.policy.put(Decision(STOP))
 
     def evaluate_code(self, code: str, label: str = "manual") -> Attempt:
-        """Judge a hand-written or hand-edited candidate and add it to the history."""
-        iteration = (self.history[-1].iteration + 1) if self.history else 0
-        return self._evaluate(code, iteration, 0, None, label)
+        """Judge a hand-written or hand-edited candidate and add it to the history. It joins
+        the iteration under way (the last one once the run has ended) with a sample number
+        above the agent's samples, so its id and folder never collide with an agent's."""
+        iteration, sample = self._manual_slot()
+        try:
+            return self._evaluate(code, iteration, sample, None, label)
+        finally:
+            with self._manual_lock:
+                self._manual_slots.discard((iteration, sample))
+
+    def _manual_slot(self) -> tuple[int, int]:
+        with self._manual_lock:
+            iteration = self.next_iteration if self.running or not self.history \
+                else self.history[-1].iteration
+            taken = [a.sample for a in self.history if a.iteration == iteration]
+            taken += [s for i, s in self._manual_slots if i == iteration]
+            sample = max([self.budget.samples - 1, *taken]) + 1
+            self._manual_slots.add((iteration, sample))
+            return iteration, sample
 
     def export(self, path: str | Path, attempt: Attempt | None = None) -> Path:
         """Write the best (or the given) candidate as a standalone .py; see kforge_nb/export.py."""
@@ -427,7 +445,7 @@ class Session:
     def restore(self, run: "saved.SavedRun", notes: list[str] = ()) -> None:
         """Take back a saved run's history, usage, elapsed time and events (see saved.py)."""
         progress = run.data["progress"]
-        self.history = [saved.attempt_from_dict(d) for d in run.data["history"]]
+        self.history = History(saved.attempt_from_dict(d) for d in run.data["history"])
         self.usage = saved.usage_from_dict(progress.get("usage", {}))
         self._largest_call = Usage()
         # an iteration with a judged candidate is done (with several samples, some may be

@@ -1,8 +1,8 @@
 """Decisions on a recommendation, and the policies that make them.
 
 The session asks its policy once per recommendation. `AutoPolicy` accepts everything (the CLI
-default, `--mode auto`); `QueuePolicy` waits for a person (dashboard buttons, `session.accept()`,
-`--review` on a terminal) and is what `--mode review` uses.
+default, `--mode auto`); `QueuePolicy` waits for a person (the notebook view's buttons,
+`session.accept()`, `--review` on a terminal) and is what `--mode review` uses.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a Session tells its subscribers. UIs (dashboard, CLI progress, saved report) draw these.
+"""What a Session tells its subscribers. UIs (the notebook view, CLI progress, saved report) draw these.
 
 Every event has a `kind`, the iteration it belongs to and a JSON-able `data` dict:
 

@@ -1,6 +1,7 @@
-"""What a session keeps: its budget, and one `Attempt` per evaluated candidate."""
+"""What a session keeps: its budget, and one `Attempt` per evaluated candidate (its `History`)."""
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from ..agents.base import Generation, Recommendation, Usage
@@ -45,6 +46,12 @@ class Attempt:
     decision: Decision | None = None
 
     @property
+    def id(self) -> str:
+        """`iteration.sample`: unique in a session (hand-judged candidates take samples above
+        the agent's, see Session.evaluate_code)."""
+        return f"{self.iteration}.{self.sample}"
+
+    @property
     def speed(self) -> float:
         """Lower is better; only correct candidates with a time rank."""
         ms = self.result.timing.candidate_ms
@@ -56,3 +63,41 @@ class Attempt:
                 "recommendation": self.recommendation.title if self.recommendation else None,
                 "decision": self.decision.kind if self.decision else None,
                 "decision_text": self.decision.text if self.decision else None}
+
+    def cells(self) -> list[str]:
+        """id, kind, state, time and speedup (or the message's start, for a failure)."""
+        t = self.result.timing
+        if self.result.state == CORRECT and t.candidate_ms is not None:
+            speed = f"{t.speedup_vs_eager:.2f}x vs eager" if t.speedup_vs_eager else \
+                (t.note or "no speedup")
+            return [self.id, self.kind, self.result.state, f"{t.candidate_ms:.4g} ms", speed]
+        first = (self.result.message.splitlines() or [""])[0]
+        return [self.id, self.kind, self.result.state, "-", first[:60]]
+
+    def __repr__(self) -> str:
+        return "<Attempt " + "  ".join(self.cells()) + ">"
+
+    def _repr_html_(self) -> str:
+        return _table([self])
+
+
+class History(list):
+    """The session's attempts, in order: a list that prints one line per attempt."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "<History: no candidates yet>"
+        widths = [max(len(a.cells()[k]) for a in self) for k in range(4)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(a.cells(), widths + [0])).rstrip()
+                 for a in self]
+        return f"<History: {len(self)} candidates>\n" + "\n".join("  " + line for line in lines)
+
+    def _repr_html_(self) -> str:
+        return _table(self) if self else "<i>no candidates yet</i>"
+
+
+def _table(attempts) -> str:
+    head = "".join(f"<th>{h}</th>" for h in ("id", "kind", "state", "time", "speedup / message"))
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in a.cells()) + "</tr>"
+                   for a in attempts)
+    return f"<table><tr>{head}</tr>{rows}</table>"

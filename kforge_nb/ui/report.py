@@ -1,55 +1,166 @@
-"""The saved record of a run: a MIME bundle `application/vnd.kforge.run+json` with HTML and text
-fallbacks, kept up to date in the cell's output through an IPython display handle.
+"""The run record: everything a view of a session shows, as plain data, and the MIME bundle that
+carries it in a notebook cell.
 
-The JSON is what the labextension draws; the HTML (inline styles, no script) is what GitHub,
-VS Code and nbviewer show; the text is what a terminal shows. All three come from one record.
+    run_record(session)   the one description of a run (JSON-able; data only, never HTML)
+    bundle(record)        application/vnd.kforge.run+json, with text/html and text/plain fallbacks
+    ReportView            the bundle in the cell's output, updated in place as the run goes
+
+One front-end view draws the record (labextension/src/view.ts): live in the anywidget of
+widget.py, and from a saved notebook as JupyterLab's renderer of the MIME type. The fallbacks
+(fallback.py) are for GitHub, nbviewer, VS Code and untrusted notebooks, where neither runs.
 """
 from __future__ import annotations
 
+import math
 import threading
 
-from . import charts, html as h
+from . import fallback
 from ..session.events import Event
 
 MIME = "application/vnd.kforge.run+json"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "notice", "finished"}
-MAX_KERNEL_EVENTS = 300
+MAX_KERNEL_EVENTS = 300     # timeline events of the best candidate, per lane
+TOP_KERNELS = 8             # kernels per lane in each candidate's profile table
+MAX_ERROR_MAPS = 8          # the latest candidates whose |candidate - reference| map is kept
 
 
-def run_record(session, running: bool | None = None) -> dict:
-    """Summary, every candidate (verdict, timings, code), the event log, the best's profile."""
-    summary = session.summary()
-    history = [attempt_record(a) for a in list(session.history)]
+def run_record(session) -> dict:
+    """The session as a view needs it: header facts, progress, every candidate (verdict,
+    timings, code, top kernels, error map), the recommendation and whether it waits for a
+    decision, the decisions taken, the best candidate's kernel timeline and the event log."""
+    events = list(session.events)
+    history = list(session.history)
     best = session.best
-    profile = {}
-    if best is not None:
-        p = best.result.profile or {}
-        profile = {key: sorted(p.get(key) or [], key=lambda e: -e["duration_us"])
-                   [:MAX_KERNEL_EVENTS] for key in ("reference_events", "candidate_events")}
-        profile.update(trace=p.get("trace"), reference_trace=p.get("reference_trace"))
-    started = next((e for e in session.events if e.kind == "started"), None)
-    return {
-        "version": RECORD_VERSION, "summary": summary, "running": session.running if running is None else running,
+    run = events[last_index(events, "started") or 0:]          # this run's (a resumed one's)
+    started = next((e for e in run if e.kind == "started"), None)
+    finished = next((e for e in reversed(run) if e.kind == "finished"), None)
+    iterations = started.data["iterations"] if started else session.budget.iterations
+    with_map = [a.id for a in history if a.result.correctness.error_map][-MAX_ERROR_MAPS:]
+    record = {
+        "version": RECORD_VERSION,
+        "run_id": session.folder.name,
+        "state": "finished" if finished else "running",
+        "running": finished is None,
         "mode": session.mode,
+        "summary": session.summary(),
+        "model": started.data.get("model") if started else None,
         "device": started.data.get("device") if started else None,
-        "timing_note": started.data.get("timing_note") if started else None,
-        "best": {"iteration": best.iteration, "sample": best.sample, "code": best.code}
-        if best else None,
-        "history": history, "profile": profile,
-        "events": [compact_event(e) for e in list(session.events)],
+        "timing_note": timing_note(started, history),
+        "progress": {"iteration": current_iteration(run, iterations), "iterations": iterations},
+        "status": status_line(run, iterations, best),
+        "notices": list(dict.fromkeys(e.data["text"] for e in run if e.kind == "notice")),
+        "best_id": best.id if best else None,
+        "best": {"id": best.id, "iteration": best.iteration, "sample": best.sample,
+                 "code": best.code} if best else None,
+        "history": [attempt_record(a, a.id in with_map) for a in history],
+        "recommendation": latest_recommendation(run),
+        "pending": waiting_for_decision(session),
+        "decisions": [{"iteration": e.iteration, "kind": e.data["kind"],
+                       "text": e.data.get("text") or ""} for e in run if e.kind == "decision"],
+        "profile": timeline(best),
+        "events": [compact_event(e) for e in events],
     }
+    return finite(record)
 
 
-def attempt_record(a) -> dict:
+def attempt_record(a, keep_map: bool) -> dict:
+    """One candidate: its verdict without the bulky parts, its top kernels per lane, and its
+    error map when kept (values to 4 significant digits)."""
     r = a.result.to_dict()
-    r["profile"] = {k: v for k, v in (r.get("profile") or {}).items() if not k.endswith("events")}
-    if r.get("correctness"):
-        r["correctness"] = {k: v for k, v in r["correctness"].items() if k != "error_map"}
-    return {"iteration": a.iteration, "sample": a.sample, "kind": a.kind, "code": a.code,
-            "result": r,
+    profile = r.pop("profile", None) or {}
+    r["profile"] = {key: profile.get(key) for key in ("trace", "reference_trace")}
+    emap = (r.get("correctness") or {}).pop("error_map", None)
+    if emap and keep_map:
+        emap = {**emap, "values": rounded(emap["values"])}
+    kernels = {lane: top_kernels(profile.get(f"{lane}_events"))
+               for lane in ("candidate", "reference")} if profile.get("candidate_events") else None
+    return {"id": a.id, "iteration": a.iteration, "sample": a.sample, "kind": a.kind,
+            "code": a.code, "result": r, "kernels": kernels,
+            "error_map": emap if keep_map else None,
             "recommendation": a.recommendation.title if a.recommendation else None,
-            "decision": a.decision.kind if a.decision else None}
+            "decision": a.decision.kind if a.decision else None,
+            "decision_text": a.decision.text if a.decision else None}
+
+
+def top_kernels(events: list[dict] | None) -> list[dict]:
+    """[{"name", "calls", "total_us"}], the slowest TOP_KERNELS by total time."""
+    totals: dict[str, list[float]] = {}
+    for e in events or []:
+        totals.setdefault(e["name"], []).append(float(e["duration_us"]))
+    ranked = sorted(totals.items(), key=lambda kv: -sum(kv[1]))[:TOP_KERNELS]
+    return [{"name": name[:120], "calls": len(d), "total_us": round(sum(d), 2)}
+            for name, d in ranked]
+
+
+def timeline(best) -> dict:
+    """The best candidate's kernel events, reference and candidate lanes, the longest kept."""
+    p = (best.result.profile or {}) if best else {}
+    return {key: sorted(p.get(key) or [], key=lambda e: -e["duration_us"])[:MAX_KERNEL_EVENTS]
+            for key in ("reference_events", "candidate_events")}
+
+
+def timing_note(started: Event | None, history: list) -> str | None:
+    """Why timings are not performance figures here (the target's note, or an unreal timing)."""
+    if started and started.data.get("timing_note"):
+        return started.data["timing_note"]
+    unreal = [a for a in history if a.result.ok and not a.result.timing.real]
+    return (unreal[-1].result.timing.note or "not a real timing") if unreal else None
+
+
+def current_iteration(run: list[Event], iterations: int) -> int:
+    """1-based: the iteration under way (or the last one)."""
+    begun = [e.iteration for e in run
+             if e.kind in ("started", "iteration_started", "recommendation")]
+    return min(max(begun, default=0) + 1, max(iterations, 1))
+
+
+def latest_recommendation(run: list[Event]) -> dict | None:
+    k = last_index(run, "recommendation")
+    if k is None:
+        return None
+    d = run[k].data
+    decision = next((e.data["kind"] for e in run[k:] if e.kind == "decision"), None)
+    return {"iteration": run[k].iteration, "title": d.get("title", ""),
+            "text": d.get("text", ""), "expected_gain": d.get("expected_gain"),
+            "decision": decision}
+
+
+def waiting_for_decision(session) -> bool:
+    """A review-mode session that has made a recommendation and not yet had its answer."""
+    events = list(session.events)
+    run = events[last_index(events, "started") or 0:]
+    if session.mode != "review" or any(e.kind == "finished" for e in run):
+        return False
+    rec, decided = last_index(run, "recommendation"), last_index(run, "decision")
+    return rec is not None and (decided is None or decided < rec)
+
+
+def status_line(run: list[Event], iterations: int, best) -> str:
+    """What the session is doing now, in one line."""
+    shown = [e for e in run if e.kind not in ("usage", "notice")]
+    if not shown:
+        return "starting…"
+    e, d = shown[-1], shown[-1].data
+    at = f"iteration {min(e.iteration + 1, iterations)}/{iterations}"
+    if e.kind == "started":
+        return "started: generating the first candidate…"
+    if e.kind == "iteration_started":
+        return f"{at}: {d['phase']} pass, generating ({d['kind']})…"
+    if e.kind == "candidate_generated":
+        what = "evaluating…" if d.get("code") else f"no code: {d.get('failure')}"
+        return f"{at}: candidate {e.iteration}.{d['sample']} {what}"
+    if e.kind == "evaluated":
+        first = (d["result"]["message"].splitlines() or [""])[0][:120]
+        return f"candidate {e.iteration}.{d['sample']}: {d['result']['state']} ({first})"
+    if e.kind == "recommendation":
+        return f"{at}: recommendation: {d['title']}"
+    if e.kind == "decision":
+        return f"{at}: decision: {d['kind']}"
+    if e.kind == "finished":
+        return (f"finished: {d.get('reason') or 'ended'}; "
+                + (f"best is candidate {best.id}" if best else "no correct candidate"))
+    return e.kind
 
 
 def compact_event(e: Event) -> dict:
@@ -59,86 +170,59 @@ def compact_event(e: Event) -> dict:
                                   "best": d.get("best")},
             "candidate_generated": lambda: {"sample": d["sample"], "failure": d.get("failure")},
             "finished": lambda: {"reason": d.get("reason"), "iterations": d.get("iterations")},
-            }.get(e.kind, lambda: {k: v for k, v in d.items() if k not in ("code", "usage")})
+            }.get(e.kind, lambda: {k: v for k, v in d.items()
+                                   if k not in ("code", "usage", "best")})
     return {"kind": e.kind, "iteration": e.iteration, "time": e.time, "data": keep()}
 
 
+def last_index(events: list[Event], kind: str) -> int | None:
+    return next((k for k in range(len(events) - 1, -1, -1) if events[k].kind == kind), None)
+
+
+def rounded(values):
+    if isinstance(values, list):
+        return [rounded(v) for v in values]
+    return float(f"{values:.4g}")
+
+
+def finite(value):
+    """JSON has no NaN or infinity (a browser's JSON.parse refuses them): None instead."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def bundle(record: dict) -> dict:
-    return {MIME: record, "text/html": to_html(record), "text/plain": to_text(record)}
+    return {MIME: record, "text/html": fallback.to_html(record),
+            "text/plain": fallback.to_text(record)}
 
-
-# --- fallbacks ------------------------------------------------------------------------------
-
-def headline(record: dict) -> str:
-    s = record["summary"]
-    state = "running" if record.get("running") else (s.get("reason") or "not started")
-    speed = ""
-    if s.get("speedup_vs_eager"):
-        speed = f"; best {s['candidate_ms']:.4g} ms, {s['speedup_vs_eager']:.2f}x vs eager"
-        if s.get("speedup_vs_compile"):
-            speed += f", {s['speedup_vs_compile']:.2f}x vs torch.compile"
-    return (f"kforge: {s['problem']} on {s['target']} ({record.get('device') or '?'}), "
-            f"{s['provider'] or 'provider pending'}; {s['candidates']} candidates over "
-            f"{s['iterations']} iterations; {state}{speed}")
-
-
-def to_text(record: dict) -> str:
-    s = record["summary"]
-    lines = [headline(record)]
-    if record.get("timing_note") or s.get("timing_real") is False:
-        lines.append(f"NOTE: timings are not performance figures: {record.get('timing_note') or ''}")
-    for a in record["history"]:
-        r, t = a["result"], a["result"].get("timing") or {}
-        lines.append(f"  {a['iteration']}.{a['sample']} {a['kind']:<9} {r['state']:<18} "
-                     + (f"{t['candidate_ms']:.4g} ms  {t.get('speedup_vs_eager') or 0:.2f}x eager"
-                        if t.get("candidate_ms") else r["message"].splitlines()[0][:70]))
-    lines.append(f"tokens {s['input_tokens']} in / {s['output_tokens']} out, ${s['cost_usd']:.4f}; "
-                 f"artifacts: {s['artifacts']}")
-    if s.get("error"):
-        lines.append(f"error: {s['error']}")
-    return "\n".join(lines)
-
-
-def to_html(record: dict) -> str:
-    s = record["summary"]
-    best = record.get("best")
-    parts = [f'<div style="{h.FONT};border:1px solid #ccc;border-radius:4px;padding:8px">',
-             f'<div style="font-size:15px"><b>kforge</b> · {h.esc(headline(record)[8:])}</div>']
-    if record.get("timing_note") or s.get("timing_real") is False:
-        parts.append(h.note("timings are not performance figures: "
-                            + (record.get("timing_note") or "")))
-    if s.get("error"):
-        parts.append(h.note(s["error"]))
-    key = (best["iteration"], best["sample"]) if best else None
-    parts.append(h.iterations(record["history"], key))
-    points = charts.performance_points(record["history"])
-    if points:
-        parts.append(charts.speedups(points))
-    if best:
-        parts.append(f'<div><b>best kernel</b> (candidate {best["iteration"]}.{best["sample"]})'
-                     f'</div>{h.code(best["code"])}')
-    parts.append(f'<div style="color:#555">tokens {s["input_tokens"]} in / {s["output_tokens"]} '
-                 f'out · ${s["cost_usd"]:.4f} · {s["elapsed_s"]} s · artifacts '
-                 f'<code>{h.esc(s["artifacts"])}</code></div></div>')
-    return "".join(parts)
-
-
-# --- the live cell output -------------------------------------------------------------------
 
 class ReportView:
-    """Shows the bundle once, then updates it in place (display_id) as the session goes on."""
+    """The cell's outputs: the live widget (at a frontend), then the bundle, shown once and
+    updated in place (display_id) as the session goes on. When the session ends, the cell is
+    cleared (deferred: no flicker) and the final bundle shown again under the same display id:
+    the report is then the cell's one output, the same view with the end state, and a saved
+    notebook keeps no widget (reopened without its kernel, a widget reads "model not found")."""
 
     def __init__(self, session, shell=None):
         self.session, self.shell = session, shell
         self.handle = None
+        self.widget_shown = False
         self._parent = None
         self._lock = threading.Lock()
         session.subscribe(self)
 
-    def show(self) -> None:
+    def show(self, widget=None) -> None:
         from IPython.display import display
         pub = getattr(self.shell, "display_pub", None)
         self._parent = getattr(pub, "parent_header", None)   # the cell that ran %%kforge
+        if widget is not None:
+            display(widget)
+            self.widget_shown = True
         self.handle = display(bundle(run_record(self.session)), raw=True, display_id=True)
 
     def __call__(self, event: Event) -> None:
@@ -149,5 +233,11 @@ class ReportView:
             if self._parent and threading.current_thread() is not threading.main_thread() \
                     and hasattr(pub, "set_thread_parent"):
                 pub.set_thread_parent(self._parent)   # route the update to the magic's cell
-            running = False if event.kind == "finished" else None
-            self.handle.update(bundle(run_record(self.session, running)), raw=True)
+            shown = bundle(run_record(self.session))
+            if event.kind == "finished" and self.widget_shown:
+                from IPython.display import clear_output
+                clear_output(wait=True)
+                self.handle.display(shown, raw=True)
+                self.widget_shown = False
+            else:
+                self.handle.update(shown, raw=True)

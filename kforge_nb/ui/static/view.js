@@ -1,0 +1,778 @@
+// src/dom.ts
+function fill(node, attrs, children) {
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === void 0 || value === false) {
+      continue;
+    }
+    node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === void 0 || child === false) {
+      continue;
+    }
+    node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+function el(tag, attrs, ...children) {
+  return fill(document.createElement(tag), attrs, children);
+}
+var SVG_NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...children) {
+  return fill(document.createElementNS(SVG_NS, tag), attrs, children);
+}
+function replace(node, ...children) {
+  node.textContent = "";
+  fill(node, void 0, children);
+}
+function badge(state) {
+  return el("span", { class: "kforge-badge", "data-state": state }, state);
+}
+function muted(text) {
+  return el("div", { class: "kforge-muted" }, text);
+}
+function table(header, rows, attrs) {
+  return el(
+    "table",
+    { class: "kforge-table", ...attrs },
+    el("thead", void 0, el("tr", void 0, ...header.map((h) => el("th", void 0, h)))),
+    el("tbody", void 0, ...rows.map((cells) => el("tr", void 0, ...cells.map((c) => el("td", void 0, c)))))
+  );
+}
+function codeBlock(code, mark) {
+  if (!code) {
+    return muted("(no code)");
+  }
+  const lines = code.replace(/\n$/, "").split("\n");
+  return el(
+    "pre",
+    { class: "kforge-code" },
+    ...lines.map(
+      (line, i) => el("span", { class: "kforge-line", "data-line": i + 1, "data-mark": mark === i + 1 }, line + "\n")
+    )
+  );
+}
+
+// src/record.ts
+function num(value, digits = 4, suffix = "") {
+  return value === null || value === void 0 ? "-" : `${Number(value.toPrecision(digits))}${suffix}`;
+}
+function fixed(value, digits = 2, suffix = "") {
+  return value === null || value === void 0 ? "-" : `${value.toFixed(digits)}${suffix}`;
+}
+function percent(value) {
+  return value === null || value === void 0 ? "-" : `${(value * 100).toFixed(1)}%`;
+}
+function firstLine(text, length = 120) {
+  return (text || "").split("\n")[0].slice(0, length);
+}
+
+// src/charts.ts
+var EAGER = "#1565c0";
+var COMPILE = "#ef6c00";
+function speedupPoints(history) {
+  return history.filter((a) => a.result.state === "correct" && a.result.timing?.real && a.result.timing?.speedup_vs_eager).map((a) => ({
+    id: a.id,
+    eager: a.result.timing?.speedup_vs_eager ?? null,
+    compile: a.result.timing?.speedup_vs_compile ?? null
+  }));
+}
+function speedupChart(points) {
+  if (points.length === 0) {
+    return muted("no timed candidate yet");
+  }
+  const width = 560;
+  const height = 200;
+  const left = 44;
+  const bottom = 24;
+  const values = points.flatMap((p) => [p.eager || 0, p.compile || 0]);
+  const top = Math.max(1.2, ...values) * 1.1;
+  const x = (i) => left + i * (width - left - 16) / Math.max(points.length - 1, 1);
+  const y = (v) => height - bottom - v / top * (height - bottom - 10);
+  const chart = svg("svg", {
+    class: "kforge-chart",
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": "speedup per correct candidate",
+    "data-chart": "speedup"
+  });
+  chart.appendChild(
+    svg("line", { x1: left, x2: width - 8, y1: y(1), y2: y(1), stroke: "#999", "stroke-dasharray": "4 3" })
+  );
+  chart.appendChild(svg("text", { x: 4, y: y(1) + 4, "font-size": 11 }, "1x"));
+  chart.appendChild(svg("text", { x: 4, y: y(top / 1.1) + 4, "font-size": 11 }, `${num(top / 1.1, 2)}x`));
+  for (const [key, colour] of [
+    ["eager", EAGER],
+    ["compile", COMPILE]
+  ]) {
+    const series = points.map((p, i) => [i, p[key]]).filter(([, v]) => v);
+    if (series.length === 0) {
+      continue;
+    }
+    chart.appendChild(
+      svg("polyline", {
+        points: series.map(([i, v]) => `${x(i)},${y(v)}`).join(" "),
+        fill: "none",
+        stroke: colour,
+        "stroke-width": 2
+      })
+    );
+    for (const [i, v] of series) {
+      chart.appendChild(
+        svg(
+          "circle",
+          { cx: x(i), cy: y(v), r: 4, fill: colour },
+          svg("title", void 0, `${points[i].id}: ${fixed(v)}x vs ${key}`)
+        )
+      );
+    }
+  }
+  points.forEach((p, i) => chart.appendChild(svg("text", { x: x(i) - 8, y: height - 6, "font-size": 11 }, p.id)));
+  return el(
+    "figure",
+    { class: "kforge-figure" },
+    el(
+      "figcaption",
+      void 0,
+      "speedup per correct candidate (higher is better): ",
+      el("span", { class: "kforge-key", "data-series": "eager" }, "\u25CF vs eager"),
+      " ",
+      el("span", { class: "kforge-key", "data-series": "compile" }, "\u25CF vs torch.compile")
+    ),
+    chart
+  );
+}
+function rooflineBars(history) {
+  const rows = history.filter((a) => a.result.state === "correct" && a.result.roofline?.fraction_of_sol != null);
+  if (rows.length === 0) {
+    return muted("no roofline position yet (needs a real timing and a known device peak)");
+  }
+  return el(
+    "div",
+    { class: "kforge-bars", "data-chart": "roofline" },
+    el("div", void 0, "fraction of the speed of light (roofline)"),
+    ...rows.map((a) => {
+      const frac = a.result.roofline?.fraction_of_sol;
+      const bar = el("span", { class: "kforge-bar" });
+      bar.style.width = `${Math.min(Math.max(frac, 0), 1) * 100}%`;
+      return el(
+        "div",
+        { class: "kforge-bar-row" },
+        el("span", { class: "kforge-bar-label" }, a.id),
+        el("span", { class: "kforge-bar-track" }, bar),
+        el("span", void 0, `${percent(frac)} (${a.result.roofline?.bound || "?"}-bound)`)
+      );
+    })
+  );
+}
+function heat(x) {
+  const v = Math.min(Math.max(x, 0), 1);
+  return `rgb(${255 - Math.round(75 * v)},${Math.round(255 * (1 - v))},${Math.round(255 * (1 - v))})`;
+}
+function errorMap(map) {
+  if (!map || !map.values || map.values.length === 0) {
+    return muted(
+      "no error map (the outputs matched, the check stopped before comparing values, or the record keeps maps for its latest candidates only)"
+    );
+  }
+  const shape = map.shape.join("x");
+  if (map.kind === "1d") {
+    const values = map.values;
+    const topValue2 = Math.max(...values) || 1;
+    const chart2 = svg("svg", {
+      class: "kforge-chart",
+      viewBox: `0 0 ${values.length * 8} 100`,
+      preserveAspectRatio: "none",
+      "data-chart": "error-map"
+    });
+    values.forEach(
+      (v, i) => chart2.appendChild(
+        svg(
+          "rect",
+          { x: i * 8, y: 100 - v / topValue2 * 100, width: 7, height: v / topValue2 * 100, fill: "#c62828" },
+          svg("title", void 0, `bin ${i}: ${num(v, 3)}`)
+        )
+      )
+    );
+    return el(
+      "figure",
+      { class: "kforge-figure" },
+      el("figcaption", void 0, `max |error| per bin, output shape ${shape}; tallest ${num(topValue2, 3)}`),
+      chart2
+    );
+  }
+  const rows = map.values;
+  const cols = rows[0]?.length || 0;
+  const topValue = Math.max(0, ...rows.map((r) => Math.max(0, ...r))) || 1;
+  const chart = svg("svg", {
+    class: "kforge-chart kforge-heatmap",
+    viewBox: `0 0 ${cols} ${rows.length}`,
+    preserveAspectRatio: "none",
+    "shape-rendering": "crispEdges",
+    "data-chart": "error-map"
+  });
+  rows.forEach(
+    (row, r) => row.forEach(
+      (v, c) => chart.appendChild(
+        svg(
+          "rect",
+          { x: c, y: r, width: 1, height: 1, fill: heat(v / topValue) },
+          svg("title", void 0, `bin (${r}, ${c}): ${num(v, 3)}`)
+        )
+      )
+    )
+  );
+  return el(
+    "figure",
+    { class: "kforge-figure" },
+    el(
+      "figcaption",
+      void 0,
+      `max |error| over the output (shape ${shape}), pooled to ${rows.length}x${cols}; white 0, dark red ${num(topValue, 3)}`
+    ),
+    chart
+  );
+}
+function kernelTable(kernels, lane) {
+  const total = kernels.reduce((sum, k) => sum + k.total_us, 0) || 1;
+  return table(
+    ["kernel", "calls", "total us", "share"],
+    kernels.map((k) => {
+      const bar = el("span", { class: "kforge-bar", "data-lane": lane });
+      bar.style.width = `${k.total_us / total * 100}%`;
+      return [k.name, String(k.calls), fixed(k.total_us, 1), el("span", { class: "kforge-bar-track" }, bar)];
+    }),
+    { "data-lane": lane }
+  );
+}
+function timeline(reference, candidate) {
+  const lanes = [
+    ["reference", reference],
+    ["candidate", candidate]
+  ];
+  const end = Math.max(1, ...lanes.flatMap(([, events]) => events.map((e) => e.start_us + e.duration_us)));
+  const width = 640;
+  const label = 80;
+  const laneHeight = 24;
+  const chart = svg("svg", {
+    class: "kforge-chart",
+    viewBox: `0 0 ${width} ${18 + 2 * (laneHeight + 8)}`,
+    "data-chart": "timeline"
+  });
+  chart.appendChild(svg("text", { x: label, y: 12, "font-size": 11 }, "0 us"));
+  chart.appendChild(svg("text", { x: width - 70, y: 12, "font-size": 11 }, `${num(end, 3)} us`));
+  lanes.forEach(([lane, events], row) => {
+    const y = 18 + row * (laneHeight + 8);
+    chart.appendChild(svg("text", { x: 0, y: y + 16, "font-size": 12 }, lane));
+    for (const e of events) {
+      chart.appendChild(
+        svg(
+          "rect",
+          {
+            x: label + e.start_us / end * (width - label),
+            y,
+            width: Math.max(e.duration_us / end * (width - label), 0.8),
+            height: laneHeight,
+            class: "kforge-lane",
+            "data-lane": lane
+          },
+          svg("title", void 0, `${e.name}: ${fixed(e.duration_us, 1)} us at ${fixed(e.start_us, 1)} us`)
+        )
+      );
+    }
+  });
+  return el(
+    "figure",
+    { class: "kforge-figure" },
+    el("figcaption", void 0, "kernel timeline of the best candidate (hover a box for its name)"),
+    chart
+  );
+}
+
+// src/diff.ts
+function lineDiff(a, b) {
+  const n = a.length;
+  const m = b.length;
+  if (n * m > 4e6) {
+    return null;
+  }
+  const lcs = new Uint32Array((n + 1) * (m + 1));
+  for (let i2 = n - 1; i2 >= 0; i2--) {
+    for (let j2 = m - 1; j2 >= 0; j2--) {
+      lcs[i2 * (m + 1) + j2] = a[i2] === b[j2] ? lcs[(i2 + 1) * (m + 1) + j2 + 1] + 1 : Math.max(lcs[(i2 + 1) * (m + 1) + j2], lcs[i2 * (m + 1) + j2 + 1]);
+    }
+  }
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) {
+      out.push([" ", a[i++]]);
+      j++;
+    } else if (i < n && (j === m || lcs[(i + 1) * (m + 1) + j] >= lcs[i * (m + 1) + j + 1])) {
+      out.push(["-", a[i++]]);
+    } else {
+      out.push(["+", b[j++]]);
+    }
+  }
+  return out;
+}
+function diffView(previous, current, previousLabel) {
+  if (!previous || !current) {
+    return muted("(nothing to compare with)");
+  }
+  const lines = lineDiff(previous.split("\n"), current.split("\n"));
+  if (lines === null) {
+    return muted("(too large to diff here)");
+  }
+  const changed = lines.map(([op]) => op !== " ");
+  if (!changed.includes(true)) {
+    return muted(`identical to candidate ${previousLabel}`);
+  }
+  const near = (k) => changed.slice(Math.max(0, k - 2), k + 3).includes(true);
+  const added = lines.filter(([op]) => op === "+").length;
+  const removed = lines.filter(([op]) => op === "-").length;
+  const body = el("pre", { class: "kforge-diff" });
+  let skipped = false;
+  lines.forEach(([op, text], k) => {
+    if (!near(k)) {
+      skipped = true;
+      return;
+    }
+    if (skipped) {
+      body.appendChild(el("span", { class: "kforge-diff-line", "data-op": "@" }, "\u2026\n"));
+      skipped = false;
+    }
+    body.appendChild(el("span", { class: "kforge-diff-line", "data-op": op }, `${op} ${text}
+`));
+  });
+  return el("div", void 0, el("div", void 0, `+${added} / -${removed} lines vs candidate ${previousLabel}`), body);
+}
+
+// src/view.ts
+var TABS = ["code", "errors", "correctness", "profile", "performance", "recommendation"];
+var TITLES = {
+  code: "Code",
+  errors: "Errors",
+  correctness: "Correctness",
+  profile: "Profile",
+  performance: "Performance",
+  recommendation: "Recommendation"
+};
+var DECISIONS = ["accept", "edit", "redirect", "skip", "stop"];
+var SAVED = "saved run \u2014 no kernel";
+function textBox(input, placeholder, rows) {
+  return el("textarea", { "data-input": input, placeholder, rows, spellcheck: "false", class: "kforge-input" });
+}
+var RunView = class {
+  constructor(parent, host) {
+    this.host = host;
+    this.record = null;
+    this.message = "";
+    this.selected = null;
+    // null: the latest candidate (the best once finished)
+    this.tab = "code";
+    this.shownPending = "";
+    this.drawn = /* @__PURE__ */ new Map();
+    // section -> key of what it shows now
+    this.headInfo = el("div", { class: "kforge-header-info" });
+    this.stopButton = el("button", { "data-action": "stop", class: "kforge-button", "data-kind": "danger" }, "Stop");
+    this.header = el("div", { class: "kforge-header", "data-role": "header" }, this.headInfo);
+    this.notes = el("div", { class: "kforge-notes" });
+    this.statusText = el("span", { class: "kforge-status-text" });
+    this.messageText = el("span", { class: "kforge-reply", "data-role": "message" });
+    this.strip = el("div", { class: "kforge-strip", "data-role": "candidates" });
+    this.tabButtons = {};
+    this.panes = {};
+    this.views = {};
+    this.editor = textBox("code", "edit the candidate here, then evaluate it", 16);
+    this.editorFilled = "";
+    this.evaluateButton = el("button", { "data-action": "evaluate", class: "kforge-button", "data-kind": "primary" }, "Evaluate my edit");
+    this.buttons = {};
+    this.editText = textBox("edit", "the recommendation, edited: Edit sends this", 4);
+    this.editFilled = "";
+    this.redirectText = textBox("redirect", "your own instruction: Redirect sends this", 3);
+    const live = this.live;
+    this.root = el("div", { class: "kforge-run", "data-renderer": host.renderer, "data-state": "running" });
+    const tabs = el("div", { class: "kforge-tabs", role: "tablist" });
+    for (const tab of TABS) {
+      const button = el("button", { "data-tab": tab, role: "tab", class: "kforge-tab" }, TITLES[tab]);
+      button.addEventListener("click", () => this.show(tab));
+      this.tabButtons[tab] = button;
+      tabs.appendChild(button);
+      this.views[tab] = el("div", { class: "kforge-pane-view" });
+      this.panes[tab] = el("section", { "data-pane": tab, role: "tabpanel", class: "kforge-pane" }, this.views[tab]);
+    }
+    this.stopButton.addEventListener("click", () => this.send({ action: "stop" }));
+    this.evaluateButton.addEventListener("click", () => this.send({ action: "evaluate", code: this.editor.value }));
+    this.editor.readOnly = !live;
+    this.panes.code.appendChild(
+      el(
+        "div",
+        { class: "kforge-editor" },
+        el("h4", void 0, "your edit"),
+        this.editor,
+        el("div", { class: "kforge-row" }, this.evaluateButton, live ? null : el("span", { class: "kforge-muted" }, SAVED))
+      )
+    );
+    const kinds = { accept: "success", edit: "info", redirect: "warning", skip: "plain", stop: "danger" };
+    for (const kind of DECISIONS) {
+      this.buttons[kind] = el("button", { "data-action": kind, class: "kforge-button", "data-kind": kinds[kind] }, kind[0].toUpperCase() + kind.slice(1));
+      this.buttons[kind].addEventListener("click", () => this.decide(kind));
+    }
+    this.controls = el(
+      "div",
+      { class: "kforge-controls" },
+      el("div", { class: "kforge-row" }, ...DECISIONS.map((k) => this.buttons[k]), live ? null : el("span", { class: "kforge-muted" }, SAVED)),
+      el("label", void 0, el("b", void 0, "Edit"), ": change the recommendation, then press Edit", this.editText),
+      el("label", void 0, el("b", void 0, "Redirect"), ": ask for something else, then press Redirect", this.redirectText)
+    );
+    this.editText.readOnly = this.redirectText.readOnly = !live;
+    this.root.append(
+      this.header,
+      this.notes,
+      el("div", { class: "kforge-status", "data-role": "status" }, this.statusText, this.messageText),
+      this.strip,
+      tabs,
+      ...TABS.map((t) => this.panes[t])
+    );
+    parent.appendChild(this.root);
+  }
+  get live() {
+    return this.host.renderer === "widget" && this.host.send !== void 0;
+  }
+  /** Draw a (new) record; `message` is the kernel's reply to the last action. */
+  update(record, message = "") {
+    this.record = record;
+    this.message = message;
+    this.render();
+  }
+  /** Show candidate `id` in the tabs (null: follow the latest). */
+  select(id) {
+    this.selected = id;
+    this.render();
+  }
+  show(tab) {
+    this.tab = tab;
+    this.render();
+  }
+  send(action) {
+    if (this.live && this.host.send) {
+      this.host.send(action);
+    }
+  }
+  decide(kind) {
+    const text = kind === "edit" ? this.editText.value : kind === "redirect" ? this.redirectText.value : void 0;
+    this.send(text === void 0 ? { action: kind } : { action: kind, text });
+    for (const button of Object.values(this.buttons)) {
+      button.disabled = true;
+    }
+  }
+  render() {
+    const r = this.record;
+    if (!r) {
+      return;
+    }
+    const running = r.state === "running";
+    this.root.setAttribute("data-state", r.state);
+    this.root.setAttribute("data-run-id", r.run_id || "");
+    const sel = this.selection(r);
+    const index = sel ? r.history.indexOf(sel) : -1;
+    const previous = r.history.slice(0, Math.max(index, 0)).reverse().find((a) => a.code) || null;
+    if (this.live && r.pending && r.recommendation) {
+      const key = `${r.recommendation.iteration}:${r.recommendation.title}`;
+      if (key !== this.shownPending) {
+        this.shownPending = key;
+        this.tab = "recommendation";
+      }
+    }
+    this.drawHeader(r);
+    this.section("notes", JSON.stringify([r.timing_note, r.notices, r.summary.error]), this.notes, () => this.drawNotes(r));
+    this.statusText.textContent = r.status;
+    this.messageText.textContent = this.message ? ` \u2014 ${this.message}` : "";
+    const strip = r.history.map((a) => `${a.id}:${a.result.state}`).join(",");
+    this.section("strip", `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
+    for (const tab of TABS) {
+      this.tabButtons[tab].setAttribute("aria-selected", String(tab === this.tab));
+      this.panes[tab].hidden = tab !== this.tab;
+    }
+    const id = sel ? `${sel.id}:${sel.result.state}` : "";
+    this.section("code", `${id}|${previous?.id}|${r.best_id}`, this.views.code, () => this.drawCode(r, sel, previous));
+    this.section("errors", id, this.views.errors, () => this.drawErrors(sel));
+    this.section("correctness", `${id}|${!!sel?.error_map}`, this.views.correctness, () => this.drawCorrectness(sel));
+    const events = r.profile?.candidate_events?.length || 0;
+    this.section("profile", `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
+    const times = r.history.map((a) => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${a.decision}`).join(",");
+    this.section("performance", `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
+    const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
+    this.section("recommendation", rec, this.views.recommendation, () => this.drawRecommendation(r));
+    const code = sel?.code || "";
+    if (this.editor.value === this.editorFilled && code !== this.editorFilled) {
+      this.editor.value = this.editorFilled = code;
+    }
+    const recText = r.recommendation?.text || "";
+    if (this.editText.value === this.editFilled && recText !== this.editFilled) {
+      this.editText.value = this.editFilled = recText;
+    }
+    this.evaluateButton.disabled = !this.live;
+    if (running) {
+      this.panes.recommendation.appendChild(this.controls);
+      for (const kind of DECISIONS) {
+        this.buttons[kind].disabled = !this.live || (kind === "stop" ? false : !r.pending);
+      }
+    } else {
+      this.controls.remove();
+    }
+  }
+  section(name, key, node, build) {
+    if (this.drawn.get(name) !== key) {
+      replace(node, ...build());
+      this.drawn.set(name, key);
+    }
+  }
+  selection(r) {
+    const chosen = this.selected === null ? void 0 : r.history.find((a) => a.id === this.selected);
+    if (chosen) {
+      return chosen;
+    }
+    if (r.state === "finished" && r.best_id) {
+      return r.history.find((a) => a.id === r.best_id) || null;
+    }
+    return r.history[r.history.length - 1] || null;
+  }
+  drawHeader(r) {
+    const s = r.summary;
+    const p = r.progress;
+    const running = r.state === "running";
+    let stats = `${s.candidates} candidates \xB7 ${fixed(s.elapsed_s, 0)} s \xB7 tokens ${s.input_tokens} in / ${s.output_tokens} out \xB7 $${fixed(s.cost_usd, 4)}`;
+    if (r.best_id && s.candidate_ms != null) {
+      stats += ` \xB7 best ${r.best_id}: ${num(s.candidate_ms)} ms`;
+      stats += s.speedup_vs_eager ? `, ${fixed(s.speedup_vs_eager)}x vs eager` : "";
+      stats += s.speedup_vs_compile ? `, ${fixed(s.speedup_vs_compile)}x vs torch.compile` : "";
+    }
+    replace(
+      this.headInfo,
+      el(
+        "div",
+        { class: "kforge-title" },
+        el("b", void 0, "kforge"),
+        ` \xB7 ${s.problem} on ${s.target} (${r.device || "?"}) \xB7 ${s.provider || "provider pending"}`,
+        r.model ? ` \xB7 ${r.model}` : "",
+        ` \xB7 mode ${r.mode}`
+      ),
+      running ? el(
+        "div",
+        { class: "kforge-progress", "data-role": "progress" },
+        `iteration ${p.iteration}/${p.iterations} `,
+        el("progress", { max: Math.max(p.iterations, 1), value: Math.min(s.iterations, p.iterations) })
+      ) : el("div", { class: "kforge-progress kforge-finished", "data-role": "progress" }, `finished: ${s.reason || "ended"}`),
+      el("div", { class: "kforge-stats" }, stats)
+    );
+    if (running) {
+      this.header.appendChild(this.stopButton);
+      this.stopButton.disabled = !this.live;
+      this.stopButton.title = this.live ? "stop the session after the current step" : SAVED;
+    } else {
+      this.stopButton.remove();
+    }
+  }
+  drawNotes(r) {
+    return [
+      r.timing_note ? el("div", { class: "kforge-note", "data-role": "timing-note" }, `\u26A0 timings are NOT performance figures here: ${r.timing_note}`) : null,
+      ...r.notices.map((text) => el("div", { class: "kforge-notice" }, text)),
+      r.summary.error ? el("div", { class: "kforge-note" }, `\u26A0 ${r.summary.error}`) : null,
+      this.host.renderer === "mime" ? el(
+        "div",
+        { class: "kforge-notice", "data-role": "saved-note" },
+        `${SAVED}: the buttons and the editor are off (with the run's kernel, \`%kforge eval VAR\` judges an edit and \`%kforge last\` shows the run again)`
+      ) : null
+    ];
+  }
+  drawStrip(r, sel) {
+    if (r.history.length === 0) {
+      return [muted("no candidate yet")];
+    }
+    return r.history.map((a) => {
+      const chip = el(
+        "button",
+        {
+          class: "kforge-chip",
+          "data-role": "candidate",
+          "data-id": a.id,
+          "data-state": a.result.state,
+          "aria-pressed": String(a === sel),
+          title: firstLine(a.result.message, 300)
+        },
+        `${a.id} ${a.result.state}${a.id === r.best_id ? " \u2605" : ""}`
+      );
+      chip.addEventListener("click", () => this.select(a.id));
+      return chip;
+    });
+  }
+  head(a, r) {
+    const best = r && a.id === r.best_id ? " \u2605 best" : "";
+    return el("div", { class: "kforge-pane-head" }, badge(a.result.state), ` candidate ${a.id} (${a.kind})${best}`);
+  }
+  drawCode(r, sel, previous) {
+    if (!sel) {
+      return [muted("no candidate yet")];
+    }
+    return [
+      this.head(sel, r),
+      codeBlock(sel.code),
+      el("h4", void 0, previous ? `diff against candidate ${previous.id}` : "diff against the previous candidate"),
+      diffView(previous?.code || null, sel.code, previous?.id || "")
+    ];
+  }
+  drawErrors(sel) {
+    if (!sel) {
+      return [muted("no candidate yet")];
+    }
+    const r = sel.result;
+    if (r.state === "correct") {
+      return [el("div", void 0, badge("correct"), " no errors")];
+    }
+    const err = r.error || {};
+    const log = err.traceback || (err.log ? `log: ${err.log}` : "");
+    return [
+      el("div", { class: "kforge-pane-head" }, badge(r.state), " ", el("b", void 0, err.type || ""), ` candidate ${sel.id}`),
+      el("pre", { class: "kforge-error" }, r.message),
+      r.rules && r.rules.length ? el("div", void 0, `guardrail rules fired: ${r.rules.join(", ")}`) : null,
+      err.line ? el("div", { "data-role": "error-line" }, `line ${err.line}: `, el("code", void 0, (err.source_line || "").trim())) : null,
+      sel.code ? codeBlock(sel.code, err.line) : null,
+      log ? el("details", void 0, el("summary", void 0, "full log"), el("pre", { class: "kforge-log" }, log)) : null
+    ];
+  }
+  drawCorrectness(sel) {
+    if (!sel) {
+      return [muted("no candidate yet")];
+    }
+    const r = sel.result;
+    const c = r.correctness || {};
+    if (!c.trials) {
+      return [el("div", void 0, badge(r.state), ` the candidate did not reach the correctness check (${firstLine(r.message, 200)})`)];
+    }
+    const tol = c.tolerance || {};
+    const rows = [
+      ["shape / dtype", `${(c.shape || []).join("x")} ${c.dtype || ""}`],
+      ["trials passed", `${c.passed_trials} of ${c.trials}`],
+      ["max abs error", num(c.max_abs_error, 3)],
+      ["max rel error", num(c.max_rel_error, 3)],
+      ["relative error norm", num(c.rel_norm_error, 3)],
+      ["mismatch fraction", percent(c.mismatch_fraction)],
+      ["tolerance", tol.policy ? `atol ${tol.atol}, rtol ${tol.rtol}, policy ${tol.policy}` : "-"]
+    ];
+    if (c.failed_check) {
+      rows.push(["failed check", c.failed_check]);
+    }
+    const worst = c.worst || [];
+    return [
+      el("div", void 0, badge(r.state), ` ${r.message.slice(0, 300)}`),
+      table(["", ""], rows, { "data-role": "correctness-stats" }),
+      worst.length ? el("h4", void 0, "worst positions") : null,
+      worst.length ? table(["index", "got", "expected"], worst.map((w) => [`[${w.index.join(", ")}]`, num(w.got, 6), num(w.expected, 6)])) : null,
+      errorMap(sel.error_map)
+    ];
+  }
+  drawProfile(r, sel) {
+    if (!sel || !sel.kernels) {
+      return [muted("profiles are taken for correct candidates only")];
+    }
+    const p = sel.result.profile || {};
+    const events = r.profile || {};
+    const traces = [p.trace, p.reference_trace].filter((t) => t);
+    return [
+      el("h4", void 0, `top kernels of candidate ${sel.id}`),
+      kernelTable(sel.kernels.candidate, "candidate"),
+      el("h4", void 0, "top kernels of the reference (eager)"),
+      kernelTable(sel.kernels.reference, "reference"),
+      sel.id === r.best_id && (events.candidate_events || []).length ? timeline(events.reference_events || [], events.candidate_events || []) : muted("the kernel timeline is kept for the best candidate"),
+      traces.length ? el("div", { class: "kforge-muted" }, `Chrome traces (open in https://ui.perfetto.dev): ${traces.join(", ")}`) : null
+    ];
+  }
+  drawPerformance(r, sel) {
+    const rows = r.history.map((a) => {
+      const t = a.result.timing || {};
+      const row = el(
+        "tr",
+        { "data-role": "candidate-row", "data-id": a.id, "aria-selected": String(a === sel) },
+        ...[
+          `${a.id}${a.id === r.best_id ? " \u2605" : ""}`,
+          a.kind,
+          badge(a.result.state),
+          num(t.candidate_ms),
+          fixed(t.speedup_vs_eager, 2, "x"),
+          fixed(t.speedup_vs_compile, 2, "x"),
+          percent(a.result.roofline?.fraction_of_sol),
+          (a.decision || "") + (a.recommendation ? `: ${a.recommendation.slice(0, 60)}` : ""),
+          a.result.state === "correct" ? "" : firstLine(a.result.message, 90)
+        ].map((c) => el("td", void 0, c))
+      );
+      row.addEventListener("click", () => this.select(a.id));
+      return row;
+    });
+    const header = ["#", "kind", "verdict", "ms", "vs eager", "vs compile", "of roofline", "from", "message"];
+    return [
+      speedupChart(speedupPoints(r.history)),
+      rooflineBars(r.history),
+      el("h4", void 0, "candidates"),
+      el(
+        "table",
+        { class: "kforge-table kforge-candidates" },
+        el("thead", void 0, el("tr", void 0, ...header.map((h) => el("th", void 0, h)))),
+        el("tbody", void 0, ...rows)
+      )
+    ];
+  }
+  drawRecommendation(r) {
+    const rec = r.recommendation;
+    return [
+      rec ? el(
+        "div",
+        { class: "kforge-rec", "data-role": "recommendation" },
+        el("div", void 0, el("b", void 0, rec.title), ` (iteration ${rec.iteration})`),
+        el("div", { class: "kforge-rec-text" }, rec.text),
+        rec.expected_gain ? el("div", void 0, `expected gain: ${rec.expected_gain}`) : null
+      ) : muted("no recommendation yet: the analysis agent speaks once a candidate is correct"),
+      el("div", { class: "kforge-decision-state", "data-role": "decision-state" }, this.decisionState(r)),
+      r.decisions.length ? el(
+        "ol",
+        { class: "kforge-decisions" },
+        ...r.decisions.map((d) => el("li", void 0, `iteration ${d.iteration}: ${d.kind}${d.text ? ` \u2014 ${d.text.slice(0, 160)}` : ""}`))
+      ) : null
+    ];
+  }
+  decisionState(r) {
+    if (r.state === "finished") {
+      const best = r.best_id ? `best is candidate ${r.best_id}` : "no correct candidate";
+      return `session finished: ${r.summary.reason || "ended"}; ${best}`;
+    }
+    if (r.pending) {
+      return "waiting for your decision: Accept, Edit, Redirect, Skip or Stop";
+    }
+    if (r.mode !== "review") {
+      return r.recommendation ? "accepted automatically (--mode auto)" : "recommendations are accepted automatically (--mode auto)";
+    }
+    return r.recommendation?.decision ? `decided: ${r.recommendation.decision}` : "no recommendation yet";
+  }
+};
+
+// src/widget.ts
+var widget_default = {
+  render({ model, el: el2 }) {
+    const view = new RunView(el2, { renderer: "widget", send: (action) => model.send(action) });
+    const draw = () => view.update(model.get("record"), model.get("message") || "");
+    draw();
+    model.on("change:record", draw);
+    model.on("change:message", draw);
+    return () => {
+      model.off("change:record", draw);
+      model.off("change:message", draw);
+      view.root.remove();
+    };
+  }
+};
+export {
+  RunView,
+  widget_default as default
+};

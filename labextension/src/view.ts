@@ -1,0 +1,473 @@
+/**
+ * The one view of a kforge run record, live (anywidget, widget.ts) and saved (JupyterLab MIME
+ * renderer, index.ts). Framework-free DOM, text only (see dom.ts).
+ *
+ *   header       problem, target, device, provider; "iteration i/N" and Stop while running, the
+ *                end state and why once finished
+ *   notes        timings that are not performance figures, notices, "saved run — no kernel"
+ *   status       what the session does now, and the kernel's reply to the last action
+ *   candidates   one chip per candidate (unique ids); a click shows it in the tabs
+ *   tabs         Code (code, diff, editor) | Errors | Correctness | Profile | Performance |
+ *                Recommendation (Accept / Edit / Redirect / Skip / Stop while running)
+ *
+ * Stable hooks for tests and styles: div.kforge-run[data-renderer=widget|mime][data-state=
+ * running|finished], [data-role=header|status|candidate], button[data-tab], [data-pane],
+ * button[data-action], textarea[data-input=edit|redirect|code].
+ */
+import { errorMap, kernelTable, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
+import { diffView } from './diff';
+import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
+import { Action, Candidate, RunRecord, firstLine, fixed, num, percent } from './record';
+
+export type Renderer = 'widget' | 'mime';
+
+export interface Host {
+  renderer: Renderer;
+  /** Hands an action to the kernel; absent where there is none (a saved notebook). */
+  send?: (action: Action) => void;
+}
+
+export const TABS = ['code', 'errors', 'correctness', 'profile', 'performance', 'recommendation'] as const;
+export type Tab = (typeof TABS)[number];
+const TITLES: Record<Tab, string> = {
+  code: 'Code',
+  errors: 'Errors',
+  correctness: 'Correctness',
+  profile: 'Profile',
+  performance: 'Performance',
+  recommendation: 'Recommendation'
+};
+const DECISIONS = ['accept', 'edit', 'redirect', 'skip', 'stop'] as const;
+type Decision = (typeof DECISIONS)[number];
+const SAVED = 'saved run — no kernel';
+
+function textBox(input: string, placeholder: string, rows: number): HTMLTextAreaElement {
+  return el('textarea', { 'data-input': input, placeholder, rows, spellcheck: 'false', class: 'kforge-input' });
+}
+
+export class RunView {
+  readonly root: HTMLDivElement;
+  private record: RunRecord | null = null;
+  private message = '';
+  private selected: string | null = null; // null: the latest candidate (the best once finished)
+  private tab: Tab = 'code';
+  private shownPending = '';
+  private drawn = new Map<string, string>(); // section -> key of what it shows now
+  private readonly headInfo = el('div', { class: 'kforge-header-info' });
+  private readonly stopButton = el('button', { 'data-action': 'stop', class: 'kforge-button', 'data-kind': 'danger' }, 'Stop');
+  private readonly header = el('div', { class: 'kforge-header', 'data-role': 'header' }, this.headInfo);
+  private readonly notes = el('div', { class: 'kforge-notes' });
+  private readonly statusText = el('span', { class: 'kforge-status-text' });
+  private readonly messageText = el('span', { class: 'kforge-reply', 'data-role': 'message' });
+  private readonly strip = el('div', { class: 'kforge-strip', 'data-role': 'candidates' });
+  private readonly tabButtons = {} as Record<Tab, HTMLButtonElement>;
+  private readonly panes = {} as Record<Tab, HTMLElement>;
+  private readonly views = {} as Record<Tab, HTMLElement>;
+  private readonly editor = textBox('code', 'edit the candidate here, then evaluate it', 16);
+  private editorFilled = '';
+  private readonly evaluateButton = el('button', { 'data-action': 'evaluate', class: 'kforge-button', 'data-kind': 'primary' }, 'Evaluate my edit');
+  private readonly buttons = {} as Record<Decision, HTMLButtonElement>;
+  private readonly editText = textBox('edit', 'the recommendation, edited: Edit sends this', 4);
+  private editFilled = '';
+  private readonly redirectText = textBox('redirect', 'your own instruction: Redirect sends this', 3);
+  private readonly controls: HTMLElement;
+
+  constructor(parent: HTMLElement, private readonly host: Host) {
+    const live = this.live;
+    this.root = el('div', { class: 'kforge-run', 'data-renderer': host.renderer, 'data-state': 'running' });
+    const tabs = el('div', { class: 'kforge-tabs', role: 'tablist' });
+    for (const tab of TABS) {
+      const button = el('button', { 'data-tab': tab, role: 'tab', class: 'kforge-tab' }, TITLES[tab]);
+      button.addEventListener('click', () => this.show(tab));
+      this.tabButtons[tab] = button;
+      tabs.appendChild(button);
+      this.views[tab] = el('div', { class: 'kforge-pane-view' });
+      this.panes[tab] = el('section', { 'data-pane': tab, role: 'tabpanel', class: 'kforge-pane' }, this.views[tab]);
+    }
+    this.stopButton.addEventListener('click', () => this.send({ action: 'stop' }));
+    this.evaluateButton.addEventListener('click', () => this.send({ action: 'evaluate', code: this.editor.value }));
+    this.editor.readOnly = !live;
+    this.panes.code.appendChild(
+      el(
+        'div',
+        { class: 'kforge-editor' },
+        el('h4', undefined, 'your edit'),
+        this.editor,
+        el('div', { class: 'kforge-row' }, this.evaluateButton, live ? null : el('span', { class: 'kforge-muted' }, SAVED))
+      )
+    );
+    const kinds: Record<Decision, string> = { accept: 'success', edit: 'info', redirect: 'warning', skip: 'plain', stop: 'danger' };
+    for (const kind of DECISIONS) {
+      this.buttons[kind] = el('button', { 'data-action': kind, class: 'kforge-button', 'data-kind': kinds[kind] }, kind[0].toUpperCase() + kind.slice(1));
+      this.buttons[kind].addEventListener('click', () => this.decide(kind));
+    }
+    this.controls = el(
+      'div',
+      { class: 'kforge-controls' },
+      el('div', { class: 'kforge-row' }, ...DECISIONS.map(k => this.buttons[k]), live ? null : el('span', { class: 'kforge-muted' }, SAVED)),
+      el('label', undefined, el('b', undefined, 'Edit'), ': change the recommendation, then press Edit', this.editText),
+      el('label', undefined, el('b', undefined, 'Redirect'), ': ask for something else, then press Redirect', this.redirectText)
+    );
+    this.editText.readOnly = this.redirectText.readOnly = !live;
+    this.root.append(
+      this.header,
+      this.notes,
+      el('div', { class: 'kforge-status', 'data-role': 'status' }, this.statusText, this.messageText),
+      this.strip,
+      tabs,
+      ...TABS.map(t => this.panes[t])
+    );
+    parent.appendChild(this.root);
+  }
+
+  get live(): boolean {
+    return this.host.renderer === 'widget' && this.host.send !== undefined;
+  }
+
+  /** Draw a (new) record; `message` is the kernel's reply to the last action. */
+  update(record: RunRecord, message = ''): void {
+    this.record = record;
+    this.message = message;
+    this.render();
+  }
+
+  /** Show candidate `id` in the tabs (null: follow the latest). */
+  select(id: string | null): void {
+    this.selected = id;
+    this.render();
+  }
+
+  show(tab: Tab): void {
+    this.tab = tab;
+    this.render();
+  }
+
+  private send(action: Action): void {
+    if (this.live && this.host.send) {
+      this.host.send(action);
+    }
+  }
+
+  private decide(kind: Decision): void {
+    const text = kind === 'edit' ? this.editText.value : kind === 'redirect' ? this.redirectText.value : undefined;
+    this.send(text === undefined ? { action: kind } : { action: kind, text });
+    for (const button of Object.values(this.buttons)) {
+      button.disabled = true; // until the kernel answers with a new record or a message
+    }
+  }
+
+  private render(): void {
+    const r = this.record;
+    if (!r) {
+      return;
+    }
+    const running = r.state === 'running';
+    this.root.setAttribute('data-state', r.state);
+    this.root.setAttribute('data-run-id', r.run_id || '');
+    const sel = this.selection(r);
+    const index = sel ? r.history.indexOf(sel) : -1;
+    const previous = r.history.slice(0, Math.max(index, 0)).reverse().find(a => a.code) || null;
+    if (this.live && r.pending && r.recommendation) {
+      const key = `${r.recommendation.iteration}:${r.recommendation.title}`;
+      if (key !== this.shownPending) {
+        this.shownPending = key; // a new question: show it once, then leave the tabs to the user
+        this.tab = 'recommendation';
+      }
+    }
+    this.drawHeader(r);
+    this.section('notes', JSON.stringify([r.timing_note, r.notices, r.summary.error]), this.notes, () => this.drawNotes(r));
+    this.statusText.textContent = r.status;
+    this.messageText.textContent = this.message ? ` — ${this.message}` : '';
+    const strip = r.history.map(a => `${a.id}:${a.result.state}`).join(',');
+    this.section('strip', `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
+    for (const tab of TABS) {
+      this.tabButtons[tab].setAttribute('aria-selected', String(tab === this.tab));
+      this.panes[tab].hidden = tab !== this.tab;
+    }
+    const id = sel ? `${sel.id}:${sel.result.state}` : '';
+    this.section('code', `${id}|${previous?.id}|${r.best_id}`, this.views.code, () => this.drawCode(r, sel, previous));
+    this.section('errors', id, this.views.errors, () => this.drawErrors(sel));
+    this.section('correctness', `${id}|${!!sel?.error_map}`, this.views.correctness, () => this.drawCorrectness(sel));
+    const events = r.profile?.candidate_events?.length || 0;
+    this.section('profile', `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
+    const times = r.history.map(a => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${a.decision}`).join(',');
+    this.section('performance', `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
+    const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
+    this.section('recommendation', rec, this.views.recommendation, () => this.drawRecommendation(r));
+
+    const code = sel?.code || '';
+    if (this.editor.value === this.editorFilled && code !== this.editorFilled) {
+      this.editor.value = this.editorFilled = code; // the user's own edit is never overwritten
+    }
+    const recText = r.recommendation?.text || '';
+    if (this.editText.value === this.editFilled && recText !== this.editFilled) {
+      this.editText.value = this.editFilled = recText;
+    }
+    this.evaluateButton.disabled = !this.live;
+    if (running) {
+      this.panes.recommendation.appendChild(this.controls);
+      for (const kind of DECISIONS) {
+        this.buttons[kind].disabled = !this.live || (kind === 'stop' ? false : !r.pending);
+      }
+    } else {
+      this.controls.remove(); // finished: nothing left to decide
+    }
+  }
+
+  private section(name: string, key: string, node: Element, build: () => Child[]): void {
+    if (this.drawn.get(name) !== key) {
+      replace(node, ...build());
+      this.drawn.set(name, key);
+    }
+  }
+
+  private selection(r: RunRecord): Candidate | null {
+    const chosen = this.selected === null ? undefined : r.history.find(a => a.id === this.selected);
+    if (chosen) {
+      return chosen;
+    }
+    if (r.state === 'finished' && r.best_id) {
+      return r.history.find(a => a.id === r.best_id) || null;
+    }
+    return r.history[r.history.length - 1] || null;
+  }
+
+  private drawHeader(r: RunRecord): void {
+    const s = r.summary;
+    const p = r.progress;
+    const running = r.state === 'running';
+    let stats = `${s.candidates} candidates · ${fixed(s.elapsed_s, 0)} s · tokens ${s.input_tokens} in / ${s.output_tokens} out · $${fixed(s.cost_usd, 4)}`;
+    if (r.best_id && s.candidate_ms != null) {
+      stats += ` · best ${r.best_id}: ${num(s.candidate_ms)} ms`;
+      stats += s.speedup_vs_eager ? `, ${fixed(s.speedup_vs_eager)}x vs eager` : '';
+      stats += s.speedup_vs_compile ? `, ${fixed(s.speedup_vs_compile)}x vs torch.compile` : '';
+    }
+    replace(
+      this.headInfo,
+      el(
+        'div',
+        { class: 'kforge-title' },
+        el('b', undefined, 'kforge'),
+        ` · ${s.problem} on ${s.target} (${r.device || '?'}) · ${s.provider || 'provider pending'}`,
+        r.model ? ` · ${r.model}` : '',
+        ` · mode ${r.mode}`
+      ),
+      running
+        ? el(
+            'div',
+            { class: 'kforge-progress', 'data-role': 'progress' },
+            `iteration ${p.iteration}/${p.iterations} `,
+            el('progress', { max: Math.max(p.iterations, 1), value: Math.min(s.iterations, p.iterations) })
+          )
+        : el('div', { class: 'kforge-progress kforge-finished', 'data-role': 'progress' }, `finished: ${s.reason || 'ended'}`),
+      el('div', { class: 'kforge-stats' }, stats)
+    );
+    if (running) {
+      this.header.appendChild(this.stopButton);
+      this.stopButton.disabled = !this.live;
+      this.stopButton.title = this.live ? 'stop the session after the current step' : SAVED;
+    } else {
+      this.stopButton.remove();
+    }
+  }
+
+  private drawNotes(r: RunRecord): Child[] {
+    return [
+      r.timing_note
+        ? el('div', { class: 'kforge-note', 'data-role': 'timing-note' }, `⚠ timings are NOT performance figures here: ${r.timing_note}`)
+        : null,
+      ...r.notices.map(text => el('div', { class: 'kforge-notice' }, text)),
+      r.summary.error ? el('div', { class: 'kforge-note' }, `⚠ ${r.summary.error}`) : null,
+      this.host.renderer === 'mime'
+        ? el(
+            'div',
+            { class: 'kforge-notice', 'data-role': 'saved-note' },
+            `${SAVED}: the buttons and the editor are off (with the run's kernel, ` +
+              '`%kforge eval VAR` judges an edit and `%kforge last` shows the run again)'
+          )
+        : null
+    ];
+  }
+
+  private drawStrip(r: RunRecord, sel: Candidate | null): Child[] {
+    if (r.history.length === 0) {
+      return [muted('no candidate yet')];
+    }
+    return r.history.map(a => {
+      const chip = el(
+        'button',
+        {
+          class: 'kforge-chip',
+          'data-role': 'candidate',
+          'data-id': a.id,
+          'data-state': a.result.state,
+          'aria-pressed': String(a === sel),
+          title: firstLine(a.result.message, 300)
+        },
+        `${a.id} ${a.result.state}${a.id === r.best_id ? ' ★' : ''}`
+      );
+      chip.addEventListener('click', () => this.select(a.id));
+      return chip;
+    });
+  }
+
+  private head(a: Candidate, r?: RunRecord): HTMLElement {
+    const best = r && a.id === r.best_id ? ' ★ best' : '';
+    return el('div', { class: 'kforge-pane-head' }, badge(a.result.state), ` candidate ${a.id} (${a.kind})${best}`);
+  }
+
+  private drawCode(r: RunRecord, sel: Candidate | null, previous: Candidate | null): Child[] {
+    if (!sel) {
+      return [muted('no candidate yet')];
+    }
+    return [
+      this.head(sel, r),
+      codeBlock(sel.code),
+      el('h4', undefined, previous ? `diff against candidate ${previous.id}` : 'diff against the previous candidate'),
+      diffView(previous?.code || null, sel.code, previous?.id || '')
+    ];
+  }
+
+  private drawErrors(sel: Candidate | null): Child[] {
+    if (!sel) {
+      return [muted('no candidate yet')];
+    }
+    const r = sel.result;
+    if (r.state === 'correct') {
+      return [el('div', undefined, badge('correct'), ' no errors')];
+    }
+    const err = r.error || {};
+    const log = err.traceback || (err.log ? `log: ${err.log}` : '');
+    return [
+      el('div', { class: 'kforge-pane-head' }, badge(r.state), ' ', el('b', undefined, err.type || ''), ` candidate ${sel.id}`),
+      el('pre', { class: 'kforge-error' }, r.message),
+      r.rules && r.rules.length ? el('div', undefined, `guardrail rules fired: ${r.rules.join(', ')}`) : null,
+      err.line ? el('div', { 'data-role': 'error-line' }, `line ${err.line}: `, el('code', undefined, (err.source_line || '').trim())) : null,
+      sel.code ? codeBlock(sel.code, err.line) : null,
+      log ? el('details', undefined, el('summary', undefined, 'full log'), el('pre', { class: 'kforge-log' }, log)) : null
+    ];
+  }
+
+  private drawCorrectness(sel: Candidate | null): Child[] {
+    if (!sel) {
+      return [muted('no candidate yet')];
+    }
+    const r = sel.result;
+    const c = r.correctness || {};
+    if (!c.trials) {
+      return [el('div', undefined, badge(r.state), ` the candidate did not reach the correctness check (${firstLine(r.message, 200)})`)];
+    }
+    const tol = c.tolerance || {};
+    const rows: Child[][] = [
+      ['shape / dtype', `${(c.shape || []).join('x')} ${c.dtype || ''}`],
+      ['trials passed', `${c.passed_trials} of ${c.trials}`],
+      ['max abs error', num(c.max_abs_error, 3)],
+      ['max rel error', num(c.max_rel_error, 3)],
+      ['relative error norm', num(c.rel_norm_error, 3)],
+      ['mismatch fraction', percent(c.mismatch_fraction)],
+      ['tolerance', tol.policy ? `atol ${tol.atol}, rtol ${tol.rtol}, policy ${tol.policy}` : '-']
+    ];
+    if (c.failed_check) {
+      rows.push(['failed check', c.failed_check]);
+    }
+    const worst = c.worst || [];
+    return [
+      el('div', undefined, badge(r.state), ` ${r.message.slice(0, 300)}`),
+      table(['', ''], rows, { 'data-role': 'correctness-stats' }),
+      worst.length ? el('h4', undefined, 'worst positions') : null,
+      worst.length ? table(['index', 'got', 'expected'], worst.map(w => [`[${w.index.join(', ')}]`, num(w.got, 6), num(w.expected, 6)])) : null,
+      errorMap(sel.error_map)
+    ];
+  }
+
+  private drawProfile(r: RunRecord, sel: Candidate | null): Child[] {
+    if (!sel || !sel.kernels) {
+      return [muted('profiles are taken for correct candidates only')];
+    }
+    const p = sel.result.profile || {};
+    const events = r.profile || {};
+    const traces = [p.trace, p.reference_trace].filter(t => t);
+    return [
+      el('h4', undefined, `top kernels of candidate ${sel.id}`),
+      kernelTable(sel.kernels.candidate, 'candidate'),
+      el('h4', undefined, 'top kernels of the reference (eager)'),
+      kernelTable(sel.kernels.reference, 'reference'),
+      sel.id === r.best_id && (events.candidate_events || []).length
+        ? timeline(events.reference_events || [], events.candidate_events || [])
+        : muted('the kernel timeline is kept for the best candidate'),
+      traces.length ? el('div', { class: 'kforge-muted' }, `Chrome traces (open in https://ui.perfetto.dev): ${traces.join(', ')}`) : null
+    ];
+  }
+
+  private drawPerformance(r: RunRecord, sel: Candidate | null): Child[] {
+    const rows = r.history.map(a => {
+      const t = a.result.timing || {};
+      const row = el(
+        'tr',
+        { 'data-role': 'candidate-row', 'data-id': a.id, 'aria-selected': String(a === sel) },
+        ...[
+          `${a.id}${a.id === r.best_id ? ' ★' : ''}`,
+          a.kind,
+          badge(a.result.state),
+          num(t.candidate_ms),
+          fixed(t.speedup_vs_eager, 2, 'x'),
+          fixed(t.speedup_vs_compile, 2, 'x'),
+          percent(a.result.roofline?.fraction_of_sol),
+          (a.decision || '') + (a.recommendation ? `: ${a.recommendation.slice(0, 60)}` : ''),
+          a.result.state === 'correct' ? '' : firstLine(a.result.message, 90)
+        ].map(c => el('td', undefined, c))
+      );
+      row.addEventListener('click', () => this.select(a.id));
+      return row;
+    });
+    const header = ['#', 'kind', 'verdict', 'ms', 'vs eager', 'vs compile', 'of roofline', 'from', 'message'];
+    return [
+      speedupChart(speedupPoints(r.history)),
+      rooflineBars(r.history),
+      el('h4', undefined, 'candidates'),
+      el(
+        'table',
+        { class: 'kforge-table kforge-candidates' },
+        el('thead', undefined, el('tr', undefined, ...header.map(h => el('th', undefined, h)))),
+        el('tbody', undefined, ...rows)
+      )
+    ];
+  }
+
+  private drawRecommendation(r: RunRecord): Child[] {
+    const rec = r.recommendation;
+    return [
+      rec
+        ? el(
+            'div',
+            { class: 'kforge-rec', 'data-role': 'recommendation' },
+            el('div', undefined, el('b', undefined, rec.title), ` (iteration ${rec.iteration})`),
+            el('div', { class: 'kforge-rec-text' }, rec.text),
+            rec.expected_gain ? el('div', undefined, `expected gain: ${rec.expected_gain}`) : null
+          )
+        : muted('no recommendation yet: the analysis agent speaks once a candidate is correct'),
+      el('div', { class: 'kforge-decision-state', 'data-role': 'decision-state' }, this.decisionState(r)),
+      r.decisions.length
+        ? el(
+            'ol',
+            { class: 'kforge-decisions' },
+            ...r.decisions.map(d => el('li', undefined, `iteration ${d.iteration}: ${d.kind}${d.text ? ` — ${d.text.slice(0, 160)}` : ''}`))
+          )
+        : null
+    ];
+  }
+
+  private decisionState(r: RunRecord): string {
+    if (r.state === 'finished') {
+      const best = r.best_id ? `best is candidate ${r.best_id}` : 'no correct candidate';
+      return `session finished: ${r.summary.reason || 'ended'}; ${best}`;
+    }
+    if (r.pending) {
+      return 'waiting for your decision: Accept, Edit, Redirect, Skip or Stop';
+    }
+    if (r.mode !== 'review') {
+      return r.recommendation ? 'accepted automatically (--mode auto)' : 'recommendations are accepted automatically (--mode auto)';
+    }
+    return r.recommendation?.decision ? `decided: ${r.recommendation.decision}` : 'no recommendation yet';
+  }
+}

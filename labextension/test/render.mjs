@@ -1,0 +1,107 @@
+// Draws run records with the committed bundle (kforge_nb/ui/static/view.js) in jsdom, acts on
+// the view as a person would, and prints what it shows and what it sent to the kernel.
+//
+//   node test/render.mjs SCENARIO.json
+//
+// SCENARIO: {"renderer": "widget" | "mime", "record": {...}, "steps": [STEP, ...]}; a STEP is
+// {"click": SELECTOR} | {"fill": SELECTOR, "value": TEXT} | {"record": {...}} (the kernel
+// syncs a new record) | {"message": TEXT} | {"snapshot": NAME}. "widget" renders through the
+// anywidget entry (default export, with a model that records model.send); "mime" through
+// RunView as JupyterLab's renderer does (index.ts). Needs jsdom (`npm ci` in labextension/).
+// tests/test_notebook_labextension.py runs it on records of real sessions.
+import { readFileSync } from 'fs';
+import { dirname, join } from 'path';
+import { fileURLToPath, pathToFileURL } from 'url';
+import { JSDOM } from 'jsdom';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const bundle = process.env.KFORGE_VIEW_BUNDLE || join(here, '..', '..', 'kforge_nb', 'ui', 'static', 'view.js');
+const scenario = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+
+const dom = new JSDOM('<!doctype html><html><body></body></html>', { url: 'http://localhost/' });
+globalThis.window = dom.window;
+globalThis.document = dom.window.document;
+const view = await import(pathToFileURL(bundle).href);
+
+const sent = [];
+const listeners = {};
+const state = { record: scenario.record, message: '' };
+const model = {
+  get: name => state[name],
+  on: (event, callback) => (listeners[event] = listeners[event] || []).push(callback),
+  off: (event, callback) => (listeners[event] = (listeners[event] || []).filter(c => c !== callback)),
+  send: content => sent.push(content)
+};
+function set(name, value) {
+  state[name] = value;
+  for (const callback of listeners[`change:${name}`] || []) {
+    callback();
+  }
+}
+
+const host = document.createElement('div');
+document.body.appendChild(host);
+let mime = null;
+if (scenario.renderer === 'mime') {
+  mime = new view.RunView(host, { renderer: 'mime' });
+  mime.update(scenario.record);
+} else {
+  view.default.render({ model, el: host });
+}
+
+function snapshot() {
+  const root = document.querySelector('div.kforge-run');
+  const q = selector => root.querySelector(selector);
+  const qa = selector => [...root.querySelectorAll(selector)];
+  const handlers = [...document.querySelectorAll('*')].filter(node =>
+    [...node.attributes].some(attribute => attribute.name.toLowerCase().startsWith('on'))).length;
+  return {
+    renderer: root.getAttribute('data-renderer'),
+    state: root.getAttribute('data-state'),
+    roots: document.querySelectorAll('div.kforge-run').length,
+    header: q('[data-role=header]').textContent,
+    stop: q('[data-role=header] button[data-action=stop]')
+      ? { disabled: q('[data-role=header] button[data-action=stop]').disabled } : null,
+    status: q('[data-role=status]').textContent,
+    notes: qa('.kforge-note, .kforge-notice').map(n => n.textContent),
+    candidates: qa('[data-role=candidate]').map(c => c.getAttribute('data-id')),
+    selected: q('[data-role=candidate][aria-pressed=true]')?.getAttribute('data-id') ?? null,
+    tabs: qa('button[data-tab]').map(b => b.getAttribute('data-tab')),
+    tab: q('button[data-tab][aria-selected=true]').getAttribute('data-tab'),
+    shown: qa('[data-pane]').filter(p => !p.hidden).map(p => p.getAttribute('data-pane')),
+    panes: Object.fromEntries(qa('[data-pane]').map(p => [p.getAttribute('data-pane'), p.textContent])),
+    buttons: Object.fromEntries(qa('button[data-action]').map(b => [b.getAttribute('data-action'), { disabled: b.disabled }])),
+    inputs: Object.fromEntries(qa('textarea[data-input]').map(t => [t.getAttribute('data-input'), { value: t.value, readOnly: t.readOnly }])),
+    charts: qa('[data-chart]').map(c => c.getAttribute('data-chart')),
+    marked: qa('.kforge-line[data-mark]').map(l => l.textContent),
+    rows: qa('[data-role=candidate-row]').map(tr => [...tr.children].map(td => td.textContent).join(' | ')),
+    scripts: document.querySelectorAll('script').length,
+    images: document.querySelectorAll('img').length,
+    handlers,
+    sent: [...sent]
+  };
+}
+
+const snapshots = {};
+for (const step of scenario.steps || [{ snapshot: 'end' }]) {
+  if (step.click) {
+    const node = document.querySelector(step.click);
+    if (!node) {
+      throw new Error(`nothing matches ${step.click}`);
+    }
+    node.click();
+  } else if (step.fill) {
+    document.querySelector(step.fill).value = step.value;
+  } else if (step.record) {
+    if (mime) {
+      mime.update(step.record);
+    } else {
+      set('record', step.record);
+    }
+  } else if (step.message !== undefined) {
+    set('message', step.message);
+  } else if (step.snapshot) {
+    snapshots[step.snapshot] = snapshot();
+  }
+}
+console.log(JSON.stringify(snapshots));
