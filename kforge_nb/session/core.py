@@ -450,8 +450,9 @@ class Session:
         self._largest_call = Usage()
         # an iteration with a judged candidate is done (with several samples, some may be
         # missing: they are not asked for again), so nothing judged is judged twice
-        self.next_iteration = max([progress["next_iteration"],
-                                   *(a.iteration + 1 for a in self.history)])
+        # (a hand-judged edit joins an iteration under way: it does not end it)
+        agents = [a for a in self.history if a.kind != "manual"]
+        self.next_iteration = max([progress["next_iteration"], *(a.iteration + 1 for a in agents)])
         # a run that ended on its own (patience, a provider error, Stop) gets fresh patience
         self.stale_rounds = progress["stale_rounds"] if run.status == "interrupted" else 0
         self._elapsed_before = float(progress.get("elapsed_s", 0.0))
