@@ -18,3 +18,14 @@ def test_measurements_and_their_order_do_not_change_the_digest():
 def test_a_different_problem_size_changes_the_digest():
     assert request_digest("system", prompt("1x", "1 ms", ["k 100%"])) != \
         request_digest("system", prompt("1x", "1 ms", ["k 100%"], shape="32, 1000"))
+
+
+def test_the_machine_a_prompt_names_does_not_change_the_digest():
+    from kforge_nb.providers.recording import request_digest
+    def prompt(device):
+        return [{"role": "user", "content": f"cpp on {device}\nProfile summary: 1.2 ms"}]
+    laptop = request_digest("sys", prompt("CPU (2 cores, 2 threads) (in cache)"))
+    assert laptop == request_digest("sys", prompt("CPU (16 cores, 32 threads)"))
+    assert request_digest("sys", prompt("NVIDIA H100 80GB HBM3")) == \
+        request_digest("sys", prompt("NVIDIA H200"))
+    assert laptop != request_digest("sys", [{"role": "user", "content": "triton on CPU"}])

@@ -19,12 +19,15 @@ from .base import ProviderError, Reply
 UNIT = r"\s?(?:%|x\b|ms\b|us\b|s\b|[KMGT]?B/s|[KMGTP]?FLOP/s)"
 # a decimal (with its unit, if any), or a whole number that has a unit
 MEASUREMENT = re.compile(rf"(?:\d+\.\d+(?:e[-+]?\d+)?(?:{UNIT})?|\d+(?:e[-+]?\d+)?{UNIT}|n/a)")
+# the machine, as devices.py names it: a class replays a teacher's recording on other machines
+DEVICE = re.compile(r"CPU \(\d+ cores?, \d+ threads?\)(?: \(in cache\))?|NVIDIA [^\n,;()]*")
 
 
 def normalised(text: str) -> str:
     """Prompts quote measurements that differ run to run: decimals, and whole numbers with a
-    unit (0.98x one run, 1x the next; 123 ms). Sizes in the problem's source still count."""
-    return MEASUREMENT.sub("#", text)
+    unit (0.98x one run, 1x the next; 123 ms), and the machine's name. Sizes in the problem's
+    source still count."""
+    return MEASUREMENT.sub("#", DEVICE.sub("<device>", text))
 
 
 def request_digest(system: str, messages: list[dict]) -> str:
@@ -85,13 +88,22 @@ class ReplayProvider:
                                 f"{len(self.entries)} {self.role} calls and call "
                                 f"{self.position + 1} was asked for")
         entry = self.entries[self.position]
-        if self.strict and entry["digest"] != request_digest(system, messages):
+        if self.strict and recorded_digest(entry) != request_digest(system, messages):
             raise ProviderError(
                 f"replay {self.path.name} diverged at {self.role} call {self.position + 1}: the "
                 f"prompt differs from the recorded one "
                 f"({first_difference(entry.get('request'), system, messages)})")
         self.position += 1
         return Reply(**entry["reply"])
+
+
+def recorded_digest(entry: dict) -> str:
+    """The recorded prompt's identity, by today's rules where the prompt itself was kept (a
+    recording made before a rule changed still replays), else the digest stored with it."""
+    request = entry.get("request")
+    if isinstance(request, dict) and "system" in request and "messages" in request:
+        return request_digest(request["system"], request["messages"])
+    return entry["digest"]
 
 
 REPLY_FIELDS = {f.name for f in fields(Reply)}
