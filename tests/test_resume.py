@@ -210,13 +210,19 @@ def test_a_replayed_run_resumes_where_its_recording_left_off(tmp_path, monkeypat
     assert [a["result"]["state"] for a in state["history"]] == ["correct"] * 3
 
 
+def sigint_as_at_a_terminal() -> None:
+    """A command started in the background inherits SIGINT ignored (and Python then leaves it
+    so): the child gets it back, as in a terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_saves_the_run_as_interrupted_and_says_how_to_go_on(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
         [sys.executable, "-m", "kforge_nb.cli", "run", str(PROBLEM), *FAST, "--out", "runs",
          "--iterations", "3", "--review"],
         cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_at_a_terminal)
     for line in process.stderr:
         if line.startswith("Recommendation:"):
             break
