@@ -181,8 +181,11 @@ def cmd_run(args) -> int:
     else:
         session = session_from_args(Problem.from_file(args.reference), args, policy)
     session.subscribe(Progress(), replay=False)    # a resumed run says where it picks up
-    args.session_folder = session.folder           # for the message if Ctrl-C ends it
-    session.run()
+    try:
+        session.run()
+    except KeyboardInterrupt:                      # saved as interrupted by the session
+        return usage_error(f"interrupted; the run is saved: go on with kforge run --resume "
+                           f"{session.folder}")
     summary = session.summary()
     if args.json:
         print(json.dumps(summary, default=str))
@@ -271,9 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ProblemError, UnknownTarget, ProviderError, FileNotFoundError, ResumeError) as err:
         return usage_error(str(err))
     except KeyboardInterrupt:
-        folder = getattr(args, "session_folder", None)
-        return usage_error("interrupted" + (f"; the run is saved: go on with kforge run "
-                                            f"--resume {folder}" if folder else ""))
+        return usage_error("interrupted")
 
 
 if __name__ == "__main__":

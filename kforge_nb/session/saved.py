@@ -122,8 +122,6 @@ def _status(data: dict) -> str:
 def _alive(pid) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
