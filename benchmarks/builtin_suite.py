@@ -2,6 +2,10 @@
 
     PYTHONPATH=. python benchmarks/builtin_suite.py [PROBLEMS...] [--target cpp] [--level 2]
         [--precision strict] [--iterations 3] [--jsonl rows.jsonl] [--no-compile-baseline]
+        [--draw 50 --seed S [--scale cpu|gpu] [--no-fixed]]
+
+`--draw N --seed S` adds N problems from benchmarks/random_problems.py (written under the
+output folder) and prints their table beside the fixed suite's: pick a seed nobody tuned on.
 
 The same loop as `kforge bench` (kforge_nb/bench.py); this script adds a level filter and
 writes each row as soon as it is measured, so a run cut short still leaves its rows.
@@ -18,12 +22,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from kforge_nb.agents import AgentConfig  # noqa: E402
 from kforge_nb.bench import problem_files, run_suite, table  # noqa: E402
 from kforge_nb.evaluator import EvalOptions  # noqa: E402
 from kforge_nb.guardrails import Guardrails  # noqa: E402
 from kforge_nb.session import Budget  # noqa: E402
+from random_problems import write_draw  # noqa: E402
 
 SUITE = ROOT / "benchmarks" / "problems"
 
@@ -47,11 +53,20 @@ def main() -> None:
     parser.add_argument("--no-compile-baseline", action="store_true")
     parser.add_argument("--jsonl")
     parser.add_argument("--out", default="kforge-runs/bench")
+    parser.add_argument("--draw", type=int, default=0, help="add N random problems")
+    parser.add_argument("--seed", type=int, help="seed of the random draw")
+    parser.add_argument("--scale", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--no-fixed", action="store_true", help="only the random draw")
     args = parser.parse_args()
+    if args.draw and args.seed is None:
+        parser.error("--draw needs --seed (pick one nobody tuned on)")
 
-    files = [f for f in problem_files(args.problems)
-             if (args.level is None or level_of(f) == args.level)
-             and (args.only is None or re.search(args.only, f.stem))]
+    files = [] if args.no_fixed else [
+        f for f in problem_files(args.problems)
+        if (args.level is None or level_of(f) == args.level)
+        and (args.only is None or re.search(args.only, f.stem))]
+    drawn = write_draw(Path(args.out) / f"draw-{args.seed}-{args.scale}", args.seed,
+                       args.draw, args.scale) if args.draw else []
     options = EvalOptions(trials=args.trials, precision=args.precision,
                           guardrails=Guardrails(precision=args.precision),
                           baselines=("eager",) if args.no_compile_baseline else
@@ -65,10 +80,15 @@ def main() -> None:
             with open(args.jsonl, "a") as f:
                 f.write(json.dumps({**dataclasses.asdict(row), "precision": args.precision})
                         + "\n")
-    rows = run_suite(files, args.target, AgentConfig(provider="builtin"),
+    rows = run_suite(files + drawn, args.target, AgentConfig(provider="builtin"),
                      Budget(iterations=args.iterations, patience=2), options, args.out, write)
     print(f"\nprecision policy: {args.precision}")
-    print(table(rows))
+    fixed, random_rows = rows[:len(files)], rows[len(files):]
+    if fixed:
+        print(f"\nfixed suite ({len(fixed)} problems)\n" + table(fixed))
+    if random_rows:
+        print(f"\nrandom draw: seed {args.seed}, {args.draw} problems, {args.scale} scale\n"
+              + table(random_rows))
 
 
 if __name__ == "__main__":

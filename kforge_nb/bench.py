@@ -99,6 +99,12 @@ def table(rows: list[Row]) -> str:
     lines.append(f"correct {len(correct)}/{len(rows)}; geomean speedup vs eager "
                  f"{f(geomean([r.speedup_vs_eager for r in correct]), '.2f')}x, vs torch.compile "
                  f"{f(geomean([r.speedup_vs_compile for r in correct]), '.2f')}x")
+    if correct:
+        worst = min(correct, key=lambda r: r.speedup_vs_eager or math.inf)
+        slowest = min(correct, key=lambda r: r.speedup_vs_compile or math.inf)
+        lines.append(f"worst vs eager: {worst.problem} {f(worst.speedup_vs_eager, '.2f')}x; "
+                     f"worst vs torch.compile: {slowest.problem} "
+                     f"{f(slowest.speedup_vs_compile, '.2f')}x")
     if any(r.real is False for r in rows):
         lines.append("NOTE: some timings are not performance figures (Triton interpreter)")
     return "\n".join(lines)

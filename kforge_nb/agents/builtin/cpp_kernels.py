@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .elementwise import CPP_HELPERS, Formulas
+from .cpp_math import helpers_source
+from .elementwise import Formulas
 from .ir import Node
 from .kernel import KernelPlan
 
@@ -459,7 +460,5 @@ def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> st
     if needs_lanes:
         head += ["// Lanes (consecutive elements of a kept innermost dim) each task owns.",
                  f"constexpr int64_t LANE_BLOCK = {options.lane_block};", ""]
-    order = ["simd_function", "where", "vsqrt", "vexp", "vlog_unit", "vlog", "vlog1p",
-             "vsoftplus", "vtanh", "vsigmoid", "verf"]
-    body = [CPP_HELPERS[h].strip("\n") + "\n" for h in order if h in helpers]
+    body = [helpers_source(helpers)] if helpers else []
     return "\n".join(head + body + ["\n\n".join(kernels)]) + "\n"

@@ -1,157 +1,15 @@
 """Elementwise formulas, written once per target language.
 
 `formula(fn, args, attrs, lang)` returns the expression for one pointwise node given its
-operands' expressions. The C++ flavour can use the vectorisable helpers of `CPP_HELPERS`
-(GCC calls libm one element at a time without -ffast-math, which we may not use, so loops
-that call std::exp are not vectorised); the `std` flavour is the plain library version.
+operands' expressions. The C++ flavour calls the vectorisable maths of `cpp_math.py` (no
+libm call in a hot loop); the `std` flavour is the plain library version (the conservative
+"fix" candidate).
 """
 from __future__ import annotations
 
 import math
 
-# Vectorisable float math for the CPU. Each helper is branch-free (selects, not ifs), so a loop
-# that calls it still vectorises; accuracy is within 2 ulp of libm, far inside the 1e-4 tolerance.
-CPP_HELPERS = {
-    "simd_function": r"""
-// The math helpers below are compiled as OpenMP "declare simd" functions: GCC emits a vector
-// version of each (16 floats at a time with AVX-512) that vectorised loops call. They are kept
-// out of line on purpose: inlined, their special-case selects (exp overflowing to infinity, ...)
-// get specialised into branches when helpers are chained, and the loop stops vectorising.
-#define SIMD_FUNCTION _Pragma("omp declare simd notinbranch") __attribute__((noinline)) static
-""",
-    "where": r"""
-// where(c, a, b): both a and b are computed before the choice (a select, not a branch).
-static inline float where(bool c, float a, float b) {
-    return c ? a : b;
-}
-""",
-    "vexp": r"""
-// exp(x) without a libm call, so loops around it vectorise (vexp below; erf, tanh and sigmoid
-// use the inline body directly). Range reduction x = k*ln2 + r with
-// |r| <= ln2/2 (ln2 split in two parts for accuracy), a degree-6 polynomial for e^r (Cephes),
-// then 2^k built directly in the exponent bits. Over/underflow are handled by selects.
-static inline float exp_inline(float x) {
-    const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x/ln2)
-    float r = std::fma(k, -0.693359375f, x);
-    r = std::fma(k, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = std::fma(p, r, 1.3981999507e-3f);
-    p = std::fma(p, r, 8.3334519073e-3f);
-    p = std::fma(p, r, 4.1665795894e-2f);
-    p = std::fma(p, r, 1.6666665459e-1f);
-    p = std::fma(p, r, 5.0000001201e-1f);
-    p = std::fma(p, r * r, r + 1.0f);
-    const int32_t k_int = (int32_t)k;
-    const float two_to_k = __builtin_bit_cast(float, (k_int + 127) << 23);
-    float y = p * two_to_k;
-    y = x > 88.3762626647949f ? INFINITY : y;
-    y = x < -87.3365447504f ? 0.0f : y;
-    return y;
-}
-
-SIMD_FUNCTION float vexp(float x) {
-    return exp_inline(x);
-}
-""",
-    "vlog_unit": r"""
-// log(u) for finite u > 0 without a libm call: u = m * 2^e with m in [sqrt(1/2), sqrt(2)), a
-// Cephes polynomial for log(m), then e*ln2 added in two parts.
-SIMD_FUNCTION float vlog_unit(float u) {
-    const int32_t bits = __builtin_bit_cast(int32_t, u);
-    float e = (float)(((bits >> 23) & 0xff) - 126);
-    float m = __builtin_bit_cast(float, (bits & 0x007fffff) | 0x3f000000);
-    const bool small = m < 0.707106781186547524f;
-    const float m_small = m + m - 1.0f, m_big = m - 1.0f;
-    e = small ? e - 1.0f : e;
-    m = small ? m_small : m_big;
-    const float z = m * m;
-    float p = 7.0376836292e-2f;
-    p = std::fma(p, m, -1.1514610310e-1f);
-    p = std::fma(p, m, 1.1676998740e-1f);
-    p = std::fma(p, m, -1.2420140846e-1f);
-    p = std::fma(p, m, 1.4249322787e-1f);
-    p = std::fma(p, m, -1.6668057665e-1f);
-    p = std::fma(p, m, 2.0000714765e-1f);
-    p = std::fma(p, m, -2.4999993993e-1f);
-    p = std::fma(p, m, 3.3333331174e-1f);
-    float y = p * m * z;
-    y = std::fma(e, -2.12194440e-4f, y);
-    y = std::fma(z, -0.5f, y);
-    y = m + y;
-    return std::fma(e, 0.693359375f, y);
-}
-""",
-    "vlog": r"""
-// log(x): vlog_unit, with zero, negative, infinite and NaN inputs handled by selects.
-SIMD_FUNCTION float vlog(float x) {
-    float y = vlog_unit(x);
-    y = x == 0.0f ? -INFINITY : y;
-    y = x < 0.0f ? NAN : y;
-    y = x == INFINITY ? INFINITY : y;
-    return x != x ? x : y;
-}
-""",
-    "vsqrt": r"""
-// sqrt(x): std::sqrt may set errno for x < 0, which stops GCC from vectorising a loop that
-// calls it inline; as a declare-simd function it becomes one vsqrtps per 16 values.
-SIMD_FUNCTION float vsqrt(float x) {
-    return std::sqrt(x);
-}
-""",
-    "vsoftplus": r"""
-// softplus(x) = log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)): the exp cannot
-// overflow and the log's argument stays in [1, 2], so no special cases (and no selects that
-// would turn into branches) are needed.
-SIMD_FUNCTION float vsoftplus(float x) {
-    const float positive = x > 0.0f ? x : 0.0f;
-    return positive + vlog_unit(1.0f + vexp(-std::fabs(x)));
-}
-""",
-    "vlog1p": r"""
-// log(1 + x) that stays accurate for tiny x: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
-SIMD_FUNCTION float vlog1p(float x) {
-    const float u = 1.0f + x;
-    const float y = vlog(u) * (x / (u - 1.0f));
-    return u == 1.0f ? x : (u == INFINITY ? INFINITY : y);
-}
-""",
-    "vtanh": r"""
-// tanh(x) = 1 - 2 / (exp(2x) + 1): exact limits at +-infinity, absolute error ~1e-7 near 0.
-SIMD_FUNCTION float vtanh(float x) {
-    return 1.0f - 2.0f / (exp_inline(2.0f * x) + 1.0f);
-}
-""",
-    "vsigmoid": r"""
-SIMD_FUNCTION float vsigmoid(float x) {
-    return 1.0f / (1.0f + exp_inline(-x));
-}
-""",
-    "verf": r"""
-// erf(x), Abramowitz & Stegun 7.1.26: absolute error below 1.5e-7.
-SIMD_FUNCTION float verf(float x) {
-    const float a = std::fabs(x);
-    const float t = 1.0f / std::fma(0.3275911f, a, 1.0f);
-    float p = 1.061405429f;
-    p = std::fma(p, t, -1.453152027f);
-    p = std::fma(p, t, 1.421413741f);
-    p = std::fma(p, t, -0.284496736f);
-    p = std::fma(p, t, 0.254829592f);
-    const float y = 1.0f - p * t * exp_inline(-a * a);
-    return x < 0.0f ? -y : y;
-}
-""",
-}
-HELPER_DEPENDS = {"vlog1p": ["vlog"], "vlog": ["vlog_unit"], "vtanh": ["vexp"],
-                  "vsigmoid": ["vexp"], "verf": ["vexp"], "vsoftplus": ["vexp", "vlog_unit"]}
-
-
-def with_dependencies(helper: str) -> list[str]:
-    """The helper and everything it calls, transitively."""
-    out = [helper]
-    for dep in HELPER_DEPENDS.get(helper, []):
-        out += with_dependencies(dep)
-    return out
-
+from .cpp_math import FUNCTIONS as CPP_FUNCTIONS
 
 def c_float(value) -> str:
     value = float(value)
@@ -200,11 +58,9 @@ class Formulas:
                      "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
                      "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
             return table[name].format(x)
-        if self.lang == "cpp" and name in ("exp", "log", "log1p", "tanh", "sigmoid", "erf",
-                                           "softplus", "sqrt"):
-            helper = "v" + name
-            self.used.update([*with_dependencies(helper), "simd_function"])
-            return f"{helper}({x})"
+        if self.lang == "cpp" and name in CPP_FUNCTIONS:
+            self.used.add(name)
+            return f"v{name}({x})"
         if name == "sigmoid":
             return f"(1.0f / (1.0f + std::exp(-{x})))"
         if name == "softplus":
@@ -299,12 +155,25 @@ class Formulas:
             return f"({self.clamp06(f'{x} + {L(3)}')} / {L(6)})"
         raise KeyError(fn)
 
+    @staticmethod
+    def triton_pow(base: str, exponent: str) -> str:
+        """pow with torch's signs: a negative base needs an integer exponent ((-1)^y), else NaN."""
+        magnitude = f"tl.exp({exponent} * tl.log(tl.abs({base})))"
+        integer = f"(tl.floor({exponent}) == {exponent})"
+        odd = f"({integer} & (tl.floor({exponent} * 0.5) * 2.0 != {exponent}))"
+        signed = f"tl.where({odd}, -{magnitude}, {magnitude})"
+        negative = f"tl.where({integer}, {signed}, float('nan'))"
+        value = f"tl.where({base} < 0.0, {negative}, {magnitude})"
+        return f"tl.where(({exponent} == 0.0) | ({base} == 1.0), 1.0, {value})"
+
     def clamp06(self, x: str) -> str:
         low = self.select(f"({x}) < {self.lit(0)}", self.lit(0), f"({x})")
         return self.select(f"{low} > {self.lit(6)}", self.lit(6), low)
 
     def power(self, base: str, exponent: str, attrs: dict) -> str:
         value = attrs.get("exponent_value")
+        if value == 0:
+            return self.lit(1)
         if value == 1:
             return base
         if value == 2:
@@ -315,6 +184,18 @@ class Formulas:
             return self.call("sqrt", base)
         if value == -1:
             return f"({self.lit(1)} / {base})"
+        if isinstance(value, (int, float)) and float(value).is_integer() and abs(value) <= 8:
+            product = " * ".join([f"({base})"] * int(abs(value)))
+            return f"({product})" if value > 0 else f"({self.lit(1)} / ({product}))"
+        if self.lang == "triton" and isinstance(value, (int, float)):
+            # log of a negative base is NaN, as torch's pow is for a fractional exponent
+            magnitude = f"tl.exp({self.lit(value)} * tl.log({'tl.abs(' + base + ')' if float(value).is_integer() else base}))"
+            if float(value).is_integer() and int(value) % 2:
+                return f"tl.where({base} < 0.0, -{magnitude}, {magnitude})"
+            return magnitude
         if self.lang == "triton":
-            return f"tl.exp({exponent} * tl.log({base}))"   # valid for positive bases
+            return self.triton_pow(base, exponent)
+        if self.lang == "cpp":
+            self.used.add("pow")
+            return f"vpow({base}, {exponent})"
         return f"std::pow({base}, {exponent})"
