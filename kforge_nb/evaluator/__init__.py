@@ -482,7 +482,8 @@ class Evaluation:
         import torch
         knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("KFORGE_")
                        and k != "KFORGE_CACHE")
-        key = hashlib.sha256(json.dumps([self.problem.source, self.device, torch.__version__,
+        key = hashlib.sha256(json.dumps(["paired", self.problem.source, self.device,
+                                         torch.__version__,
                                          knobs, devices.gpu_name() if self.device == "cuda"
                                          else ""]).encode()).hexdigest()[:20]
         path = cache_dir() / "baselines" / f"{key}.json"

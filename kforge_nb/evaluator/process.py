@@ -253,7 +253,7 @@ class Worker:
     def close(self) -> None:
         try:
             if self.alive():
-                self.conn.send("stop")
+                self.conn.send(("stop",))
                 self.wait(5)
         except (BrokenPipeError, OSError):
             pass

@@ -73,6 +73,7 @@ class Session:
         self._stop = threading.Event()
         self._done = threading.Event()
         self._closing = False        # set before `finished` is emitted: views see the end
+        self._last_recommendation: Recommendation | None = None
         self._thread: threading.Thread | None = None
         self._clock = clock                  # wall-time budget; tests pass a scripted clock
         self._started: float | None = None
@@ -192,7 +193,21 @@ class Session:
             "unpriced_calls": self.usage.unpriced_calls,
             "elapsed_s": round(self.elapsed(), 2),
             "artifacts": str(self.folder), "error": self.error,
+            "advice": self.advice(),
         }
+
+    def advice(self) -> str | None:
+        """Said plainly when the best kernel is slower than PyTorch: keep the module as it is.
+        The reason is the analyst's, when it gave one ("best left in PyTorch")."""
+        best = self.best
+        t = best.result.timing if best else None
+        if t is None or not t.real or t.speedup_vs_eager is None or t.speedup_vs_eager >= 1.0:
+            return None
+        last = self._last_recommendation
+        reason = last.action.get("why") if last and \
+            last.action.get("verdict") == "keep_pytorch" else None
+        return (f"best left in PyTorch: the best candidate runs at {t.speedup_vs_eager:.2f}x "
+                f"eager" + (f" ({reason})" if reason else ""))
 
     def elapsed(self) -> float:
         """Seconds this session has run, the earlier runs of a resumed one included."""
@@ -413,6 +428,7 @@ class Session:
                                   profile_summary(best.result), history, iteration,
                                   deadline=self._deadline())
         recommendation = self.analyst.analyse(request)
+        self._last_recommendation = recommendation
         with self._usage_lock:
             self.usage = self.usage + recommendation.usage
             self._largest_call = max(self._largest_call, recommendation.usage, key=_call_size)
@@ -472,7 +488,7 @@ class Session:
                    best={"iteration": best.iteration, "sample": best.sample, "code": best.code,
                          "result": best.result.to_dict()} if best else None,
                    iterations=len({a.iteration for a in self.history}),
-                   usage=self._usage_dict(), artifacts=str(self.folder))
+                   usage=self._usage_dict(), artifacts=str(self.folder), advice=self.advice())
         if best:
             artifacts.write_text(self.folder / "best_candidate.py", best.code)
         if self._status != "interrupted":

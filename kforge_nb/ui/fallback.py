@@ -54,6 +54,8 @@ def best_line(record: dict) -> str:
     elif s["candidates"]:
         line += "; no correct candidate yet" if record["state"] == "running" else \
             "; no correct candidate"
+    if s.get("advice") and record["state"] != "running":
+        line += f". {s['advice'][0].upper()}{s['advice'][1:]}"
     return line
 
 

@@ -40,6 +40,8 @@ class Progress:
             line = f"[{i}] decision: {d['kind']}" + (f" ({d['text'][:80]})" if d["text"] else "")
         elif event.kind == "finished":
             line = f"finished: {d['reason']}; artifacts in {d['artifacts']}"
+            if d.get("advice"):
+                line += f"\n{d['advice']}"
         if line:
             print(line, file=self.stream, flush=True)
 

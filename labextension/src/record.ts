@@ -97,6 +97,7 @@ export interface RunRecord {
   state: State;
   mode: string;
   summary: {
+    advice?: string | null;
     problem: string;
     target: string;
     provider: string;

@@ -260,6 +260,7 @@ export class RunView {
             el('progress', { max: Math.max(p.iterations, 1), value: Math.min(s.iterations, p.iterations) })
           )
         : el('div', { class: 'kforge-progress kforge-finished', 'data-role': 'progress' }, `finished: ${s.reason || 'ended'}`),
+      s.advice && !running ? el('div', { class: 'kforge-advice', 'data-role': 'advice' }, s.advice) : null,
       el('div', { class: 'kforge-stats' }, stats)
     );
     if (running) {

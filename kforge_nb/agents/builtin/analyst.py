@@ -31,6 +31,9 @@ def facts(request: AnalysisRequest) -> dict:
         "state": r.state,
         "speedup": s.get("speedup_vs_eager", t.speedup_vs_eager),
         "ms": s.get("candidate_ms", t.candidate_ms),
+        "eager_ms": s.get("eager_ms", t.eager_ms),
+        "min_bytes": s.get("min_bytes", roof.min_bytes),
+        "sol_ms": roof.speed_of_light_ms,
         "fraction": s.get("fraction_of_sol", roof.fraction_of_sol),
         "bound": s.get("bound", roof.bound),
         "launches": s.get("launches"),
@@ -169,6 +172,66 @@ def triton_rules(f: dict) -> list[Recommendation]:
     return out
 
 
+def slower_than_eager(f: dict) -> bool:
+    return f["real"] is not False and f["speedup"] is not None and f["speedup"] < 1.0
+
+
+def recovery_rules(f: dict) -> list[Recommendation]:
+    """What to try, before anything else, while the best candidate is slower than eager."""
+    o, code, out = f["options"], f["code"], []
+    speed = f"the best candidate runs at {f['speedup']:.2f}x eager"
+    if o.get("matmul") == "kernel":
+        out.append(rec(
+            "go back to the vendor GEMM",
+            "Compute the matrix product with torch's GEMM again and keep only the epilogue in "
+            "the generated kernel.", f"{speed}; the generated product is the likeliest cause.",
+            "back to at least the vendor's speed on the product.",
+            {"kind": "matmul", "value": "vendor"}))
+    if f["target"] == "cpp":
+        if (o.get("min_parallel_work") or 0) < 1 << 30 and "omp parallel" in code:
+            out.append(rec(
+                "run the whole call on one thread",
+                "Raise the OpenMP threshold so every kernel runs on the calling thread.",
+                f"{speed}; waking and joining the thread team costs microseconds per kernel, "
+                "and on a shared or small machine a thread may wait for a busy core.",
+                "large on small inputs; a loss on large ones (the evaluator measures it).",
+                {"kind": "min_parallel_work", "value": 1 << 30}))
+        if o.get("reuse_output", True) and "parked here" in code:
+            out.append(rec(
+                "recompute instead of re-reading the output",
+                "Compute the parked value again in the final pass instead of storing it in the "
+                "output and reading it back.", f"{speed}; the store and the re-read are a full "
+                "extra trip through memory when the row does not stay in cache.",
+                "0-30% on long rows.", {"kind": "reuse_output", "value": False}))
+    return out
+
+
+def why_slower(f: dict) -> str:
+    """One sentence: why no candidate beats eager here."""
+    eager_ms, size = f["eager_ms"], f["min_bytes"]
+    if f["vendor_share"] > 0.5:
+        return (f"{percent(f['vendor_share'])} of the time is in torch's own GEMM or "
+                "convolution, which the builtin agent keeps; the fused part is too small to "
+                "make up for the extra launch")
+    if eager_ms is not None and eager_ms < 0.05:
+        work = f"{size / 1024:.0f} KB of data" if size else "little work"
+        return (f"{work} per call and eager takes {eager_ms * 1e3:.0f} us: call overhead "
+                "(the Python launcher, waking threads) dominates")
+    if f["sol_ms"] and eager_ms and f["sol_ms"] / eager_ms > 0.6:
+        return (f"eager already runs at {f['sol_ms'] / eager_ms:.0%} of the speed of light "
+                "here: there is little left to fuse away")
+    return (f"the kernel reaches {percent(f['fraction'])} of the speed of light and no strategy "
+            "the builtin agent knows closed the gap")
+
+
+def keep_pytorch(f: dict) -> Recommendation:
+    reason = why_slower(f)
+    action = {"kind": "done", "verdict": "keep_pytorch", "why": reason}
+    return rec("best left in PyTorch",
+               f"No candidate beats eager ({f['speedup']:.2f}x at best); the module is best left "
+               "in PyTorch.", reason + ".", "none.", action)
+
+
 class BuiltinAnalyst:
     """Rule-based analysis agent: one recommendation, never one already given."""
 
@@ -180,9 +243,14 @@ class BuiltinAnalyst:
                        "accumulators).", f"the last candidate was {f['state']}; optimising "
                        "it is pointless.", "correctness.", {"kind": "fix"})
         rules = cpp_rules(f) if f["target"] == "cpp" else triton_rules(f)
+        if slower_than_eager(f):
+            # "leave the vendor op as it is" says done: not while a recovery is left to try
+            rules = recovery_rules(f) + [r for r in rules if r.action.get("kind") != "done"]
         for recommendation in rules:
             if recommendation.title not in request.history:
                 return recommendation
+        if slower_than_eager(f):
+            return keep_pytorch(f)
         speed = f"{f['speedup']:.2f}x eager" if f["speedup"] else "unknown speed"
         title = "no further change expected"
         if title in request.history:

@@ -23,7 +23,7 @@ from .kernel import KernelPlan
 class CppOptions:
     vector_math: bool = True          # vectorisable exp/log/tanh/erf helpers instead of libm
     lane_block: int = 256             # lanes per task when the innermost dim is kept
-    min_parallel_work: int = 16384    # below this many elements a kernel runs on one thread
+    min_parallel_work: int = 32768    # below this many elements a kernel runs on one thread
     accumulate: str = "auto"          # "float", "double", or "auto" (double past 16384 terms)
     schedule: str = "static"          # OpenMP schedule of the row loop
     matmul: str = "vendor"            # "vendor": torch's GEMM; "kernel": the C++ tiled GEMM
@@ -186,20 +186,23 @@ class CppKernel:
         return "\n".join(self.lines)
 
     def parallel(self, extra: str = "") -> str:
-        guard = f" if(elements >= {self.o.min_parallel_work})" if self.o.min_parallel_work else ""
         # dynamic scheduling hands out whole rows; a flat element loop stays static
         schedule = self.o.schedule if not extra else "static"
-        return f"#pragma omp parallel for{extra} schedule({schedule}){guard}"
+        pragma = f"#pragma omp parallel for{extra} schedule({schedule})"
+        if not self.o.min_parallel_work:
+            return pragma
+        if "simd" in extra:
+            # with `simd`, GCC compiles an if(...) clause's serial fallback unvectorised; a
+            # team of one keeps the single, vectorised version
+            return (f"{pragma} num_threads(elements >= {self.o.min_parallel_work} ? "
+                    "omp_get_max_threads() : 1)")
+        return f"{pragma} if(elements >= {self.o.min_parallel_work})"
 
     def write_tasks(self) -> None:
         """Threads over rows (and blocks of lanes); passes inside each task."""
         p = self.plan
         if not p.rows and not p.reduce:          # one flat elementwise loop
-            r = p.lane
-            self.emit(self.parallel(" simd"))
-            self.open(f"for (int64_t {r.name} = 0; {r.name} < {r.size_name}; ++{r.name})")
-            self.write_final_pass()
-            self.close()
+            self.write_flat()
             return
         rows = " * ".join(r.size_name for r in p.rows) or "1"
         if self.lanes:
@@ -229,6 +232,25 @@ class CppKernel:
             self.write_pass(number, reductions)
             self.write_kept(p.kept_after[number])
         self.write_kept_outputs()
+        self.write_final_pass()
+        self.close()
+
+    def write_flat(self) -> None:
+        """One elementwise loop. Small inputs get their own serial simd loop: GCC compiles
+        `parallel for simd if(...)`'s serial fallback without vectorising it (measured: 9 us
+        instead of 1.7 us for 12k elements)."""
+        r = self.plan.lane
+        loop = f"for (int64_t {r.name} = 0; {r.name} < {r.size_name}; ++{r.name})"
+        if self.o.min_parallel_work:
+            self.open(f"if (elements < {self.o.min_parallel_work})")
+            self.emit("#pragma omp simd")
+            self.open(loop)
+            self.write_final_pass()
+            self.close()
+            self.emit("return;")
+            self.close()
+        self.emit("#pragma omp parallel for simd schedule(static)")
+        self.open(loop)
         self.write_final_pass()
         self.close()
 
@@ -455,7 +477,7 @@ class CppKernel:
 
 def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> str:
     """The whole C++ translation unit: includes, helpers in use, the kernels."""
-    head = ["#include <algorithm>", "#include <cmath>", "#include <cstdint>", ""]
+    head = ["#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <omp.h>", ""]
     needs_lanes = any("LANE_BLOCK" in k for k in kernels)
     if needs_lanes:
         head += ["// Lanes (consecutive elements of a kept innermost dim) each task owns.",
