@@ -144,6 +144,8 @@ def test_a_lone_matrix_product_gets_the_cpp_gemm_not_a_failure():
 def test_analyst_proposes_the_cpp_gemm_when_the_vendor_gemm_is_kept(tmp_path):
     ref, generation = generate("linear_gelu", "cpp")
     result = judge(ref, generation, "cpp", tmp_path)
+    # as measured on a quiet machine: faster than eager (slower gets the recovery rules first)
+    result.timing.speedup_vs_eager = 1.2
     recommendation = BuiltinAnalyst().analyse(AnalysisRequest(
         ref, "cpp", generation.code, result, profile_summary(result), []))
     assert recommendation.action == {"kind": "matmul", "value": "kernel"}
@@ -244,7 +246,9 @@ def test_strict_triton_keeps_the_vendor_product_and_fuses_what_follows(name, tmp
     assert generation.kept_ops and set(generation.kept_ops) <= {"linear", "bmm"}
     assert "kept in torch: the vendor GEMM" in generation.code
     assert "tl.dot" not in generation.code and "tl.sum(a[:, :, None]" not in generation.code
-    assert generation.code.count("@triton.jit") == 1      # one epilogue kernel
+    kernels = re.findall(r"@triton\.jit\ndef (\w+)", generation.code)
+    # one epilogue kernel (and, for a reduction, its split variant for few long rows)
+    assert len([k for k in kernels if not re.search(r"_(pass\d+|final)$", k)]) == 1
     assert judge(ref, generation, "triton", tmp_path).state == CORRECT
 
 

@@ -9,7 +9,7 @@ from .capture import Captured
 from .cpp_gemm import MICRO_KERNEL, CppGemm, epilogue_for
 from .cpp_kernels import CppKernel, CppOptions, cpp_source
 from .ir import Node
-from .kernel import KernelPlan, kernel_name
+from .kernel import KernelPlan, kernel_name, launcher_name
 from .partition import Plan
 
 
@@ -85,7 +85,7 @@ def cpp_candidate(title: str, source: str, cap: Captured, plan: Plan,
             kernels.insert(0, MICRO_KERNEL.strip("\n"))
         kernels.append(gemm.kernel())
         helpers |= gemm.helpers
-        function = "fused_" + name[: -len("_kernel")]
+        function = launcher_name(name)
         launchers.append("\n".join(gemm.launcher(function)))
         args = [gemm.a, gemm.b] + ([gemm.bias] if gemm.bias is not None else []) + \
             gemm.ep_inputs + (plan_ep.scalars if plan_ep else [])
@@ -101,7 +101,7 @@ def cpp_candidate(title: str, source: str, cap: Captured, plan: Plan,
         writer = CppKernel(kp, options)
         kernels.append(writer.write())
         helpers |= writer.f.used
-        launcher = "fused_" + name[: -len("_kernel")]
+        launcher = launcher_name(name)
         launchers.append("\n".join(launcher_lines(kp, f"kernels.{name}", launcher)))
         launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
         story.append(f"- `{name}` (C++, OpenMP): {kp.story()[0]}")

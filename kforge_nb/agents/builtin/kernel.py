@@ -122,6 +122,11 @@ class KernelPlan:
         return lines
 
 
+def launcher_name(kernel: str) -> str:
+    """The Python wrapper of a kernel: softmax_kernel -> fused_softmax, x_kernel_2 -> fused_x_2."""
+    return "fused_" + kernel.replace("_kernel", "", 1)
+
+
 def kernel_name(group: Group, taken: set[str]) -> str:
     labels = []
     for m in group.members:

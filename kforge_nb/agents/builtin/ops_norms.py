@@ -7,6 +7,8 @@ import math
 
 import torch
 
+from .ir import Node
+
 
 def normalise(lw, x, dims, eps, base: str, rms: bool = False):
     """(x - mean) * rsqrt(var + eps), or x * rsqrt(mean(x^2) + eps) for RMS norm."""
@@ -58,13 +60,23 @@ def c_rms_norm(lw, a):
 
 
 def c_group_norm(lw, a):
+    """Normalised and scaled in one view [N, G, C/G, spatial], so that the statistics, the
+    normalisation and the per-channel affine are one fused group; viewed back at the end."""
     x, groups, base = a["input"], int(a["num_groups"]), lw.base_name()
-    n, rank = x.shape[0], len(x.shape)
-    grouped = lw.view(x, (n, groups, math.prod(x.shape) // max(n * groups, 1)),
-                      "{0}.reshape({0}.shape[0], %d, -1)" % groups, [x], name=f"{base}_grouped")
-    y = normalise(lw, grouped, (2,), float(a["eps"]), base)
-    y = lw.view(y, x.shape, "{0}.reshape({1}.shape)", [y, x], name=f"{base}_ungrouped")
-    return affine(lw, y, a["weight"], a["bias"], channel_view=rank > 2)
+    n, channels = x.shape[0], x.shape[1]
+    per_group, spatial = channels // groups, math.prod(x.shape[2:])
+    shape = (n, groups, per_group, spatial)
+    grouped = lw.view(x, shape, "{0}.reshape({0}.shape[0], %d, %d, -1)" % (groups, per_group),
+                      [x], name=f"{base}_grouped")
+    y = normalise(lw, grouped, (2, 3), float(a["eps"]), base)
+
+    def per_channel(vector):
+        if not isinstance(vector, Node):
+            return vector
+        return lw.view(vector, (groups, per_group, 1), "{0}.view(%d, %d, 1)" % (groups, per_group),
+                       [vector], name=f"{vector.name}_grouped")
+    y = affine(lw, y, per_channel(a["weight"]), per_channel(a["bias"]))
+    return lw.view(y, x.shape, "{0}.reshape({1}.shape)", [y, x], name=f"{base}_ungrouped")
 
 
 def c_batch_norm(lw, a):

@@ -225,7 +225,10 @@ class Group:
         if out_space == "free":
             return False
         needed = self.all_ids() if self.space[arg] == "full" else self.kept_ids()
-        return sorted(indexed) == sorted(needed)
+        sizes = {f.id: f.size for f in self.fdims}
+        # a dim of size 1 (a batch of one) is indexed at 0 whether or not it is broadcast
+        return sorted(i for i in indexed if sizes[i] != 1) == \
+            sorted(i for i in needed if sizes[i] != 1)
 
     def pattern(self, shape: tuple, out_shape: tuple, out_cover: list) -> frozenset[int]:
         """The fine dims an external operand varies along (it is read at stride 0 elsewhere)."""

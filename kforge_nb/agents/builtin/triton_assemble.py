@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from . import candidate as cand
 from .assemble import Built, kept_summary, lowered_ops, ready_at
 from .capture import Captured
-from .kernel import KernelPlan, kernel_name
+from .kernel import KernelPlan, kernel_name, launcher_name
 from .partition import Plan
 from .triton_gemm import TritonGemm, epilogue_for, operands
 from .triton_group import TritonGroupKernel
+from .triton_split import TritonSplitKernels, can_split
 
 LOWER_PRECISION = ("tf32", "bf16", "fp16")
 
@@ -80,7 +81,7 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
         taken.add(name)
         gemm = TritonGemm(node, name, options, kp)
         kernels.append(gemm.kernel())
-        function = "fused_" + name[:-len("_kernel")]
+        function = launcher_name(name)
         launchers.append("\n".join(gemm.launcher(function)))
         call = f"{function}({', '.join(cand.python_ref(a) for a in gemm.arguments())})"
         products[node] = [f"{', '.join(x.name for x in gemm.outputs)} = {call}"]
@@ -93,9 +94,12 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
         kp = KernelPlan.build(group, name)
         writer = TritonGroupKernel(kp, options)
         kernels.append(writer.write())
-        launcher_name = "fused_" + name[:-len("_kernel")]
-        launchers.append("\n".join(writer.launcher(launcher_name)))
-        launches[group.index] = (launcher_name, kp.inputs + kp.scalars, kp.outputs)
+        split = TritonSplitKernels(kp, options) if can_split(kp) else None
+        if split is not None:
+            kernels += split.kernels()
+        launcher = launcher_name(name)
+        launchers.append("\n".join(writer.launcher(launcher, split)))
+        launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
         story.append(f"- `{name}` (Triton): {kp.story()[0]}")
     support, init = cand.reference_parts(source)
     body = cand.forward_lines(plan, launches, lambda node: products[node] if node in products

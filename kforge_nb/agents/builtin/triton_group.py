@@ -285,7 +285,8 @@ class TritonGroupKernel:
             self.emit(f"{r.name} = tl.{r.fn}({acc}, axis=0)")
 
     # -- the Python wrapper ----------------------------------------------------------------------
-    def launcher(self, name: str) -> list[str]:
+    def launcher(self, name: str, split=None) -> list[str]:
+        """The Python wrapper; `split` (TritonSplitKernels) adds the branch for few long rows."""
         kp, o = self.plan, self.o
         lines = launcher_prologue(kp, name, "Launches")
         names = [r.size_name for r in kp.regions]
@@ -294,6 +295,12 @@ class TritonGroupKernel:
         if kp.reduce:
             kept = " * ".join(r.size_name for r in kp.regions if not r.reduced) or "1"
             reduced = " * ".join(r.size_name for r in kp.reduce)
+            if split is not None:
+                device = kp.inputs[0].name + ".device" if kp.inputs else "torch.device('cpu')"
+                lines += split.launch_lines([n.name for n in kp.inputs],
+                                            [x.name for x in kp.outputs],
+                                            [s.name for s in kp.scalars], names,
+                                            f"({kept})", f"({reduced})", device)
             lines += [f"    # one program per row; the row in registers when it fits in "
                       f"{MAX_ROW_BLOCK} elements",
                       f"    row_block = triton.next_power_of_2({reduced})",

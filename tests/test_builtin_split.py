@@ -1,0 +1,45 @@
+"""Few long rows: the builtin agent's Triton candidate splits each row over several programs
+(a chain of partial-result kernels), judged `correct` under the Triton interpreter; and a
+batch of one no longer breaks fusion (GroupNorm on [1, C, H, W] was eleven kernels)."""
+from __future__ import annotations
+
+import pytest
+
+from kforge_nb.agents.builtin.capture import capture
+from kforge_nb.agents.builtin.partition import partition
+from kforge_nb.result import CORRECT
+from tests.test_builtin import generate, judge, problem
+
+# rows longer than 16384 elements and fewer rows than 16 (the interpreter's program target)
+SPLIT = {
+    "softmax_scaled": problem("return torch.softmax(x * 2.0, dim=-1)", "[torch.randn(2, 20001)]"),
+    "layer_norm": problem("return self.ln(x)", "[torch.randn(3, 17000)]",
+                          "self.ln = nn.LayerNorm(a0)", "[17000]"),
+    "group_norm_batch_of_one": problem(
+        "return torch.relu(self.gn(x))", "[torch.randn(1, 8, 50, 100)]",
+        "self.gn = nn.GroupNorm(a1, a0)", "[8, 2]"),
+    "argmax_sum_logsumexp": problem(
+        "return torch.argmax(x, dim=1), x.sum(dim=-1), torch.logsumexp(x, dim=-1)",
+        "[torch.randn(2, 18000)]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT))
+def test_few_long_rows_are_split_and_correct(name, tmp_path):
+    ref, generation = generate(SPLIT[name], "triton")
+    assert "_pass1[grid]" in generation.code and "_final[grid]" in generation.code
+    result = judge(ref, generation, "triton", tmp_path)
+    assert result.state == CORRECT, result.message
+
+
+def test_a_batch_of_one_is_one_fused_group():
+    plan = partition(capture(SPLIT["group_norm_batch_of_one"]).graph)
+    groups = [item for kind, item in plan.steps if kind == "group"]
+    assert len(groups) == 1 and len(groups[0].members) >= 10
+
+
+def test_many_rows_keep_one_program_per_row_in_the_same_candidate(tmp_path):
+    ref, generation = generate(problem("return torch.softmax(x, dim=-1)",
+                                       "[torch.randn(40, 300)]"), "triton")
+    assert "ROW_IN_REGISTERS=in_registers" in generation.code      # the per-row path is there
+    assert judge(ref, generation, "triton", tmp_path).state == CORRECT
