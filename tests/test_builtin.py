@@ -71,6 +71,9 @@ PROBLEMS = {
     "logsumexp": problem("return torch.logsumexp(x, dim=1)", "[torch.randn(16, 100)]"),
     "frobenius_norm": problem("return x / torch.norm(x, p='fro')", "[torch.randn(8, 16, 12)]"),
     "argmax": problem("return torch.argmax(x, dim=1)", "[torch.randn(4, 50, 6)]"),
+    # tanh accurate relative to itself near 0: the square root and the scale magnify any error
+    "tanh_near_zero": problem("return torch.sqrt(torch.tanh(x).abs()) * 1000.0 + torch.log1p(x)",
+                              "[torch.randn(16, 64) * 1e-6]"),
     "cumsum": problem("return torch.cumsum(x, dim=-1)", "[torch.randn(8, 300)]"),
     "gemm_scale_residual": problem("return x + 0.5 * self.fc(x)", "[torch.randn(16, 32)]",
                                    "self.fc = nn.Linear(a0, a0)", "[32]"),
@@ -86,7 +89,7 @@ PROBLEMS = {
 }
 TRITON_PROBLEMS = ["softmax", "linear_gelu", "batch_norm_train", "six_pointwise_ops", "cumsum",
                    "group_norm", "gemm_scale_residual", "linear_relu_bias", "bmm_then_softmax",
-                   "matmul_only", "argmax", "layer_norm"]
+                   "matmul_only", "argmax", "layer_norm", "tanh_near_zero"]
 GEMM_PROBLEMS = ["linear_gelu", "gemm_scale_residual", "linear_relu_bias", "bmm_then_softmax"]
 
 

@@ -53,8 +53,15 @@ class Formulas:
         if self.lang == "triton":
             table = {"exp": "tl.exp({})", "log": "tl.log({})", "sqrt": "tl.sqrt({})",
                      "abs": "tl.abs({})", "erf": "tl.erf({})", "sigmoid": "tl.sigmoid({})",
-                     "tanh": "(2.0 * tl.sigmoid(2.0 * {}) - 1.0)",
-                     "log1p": "tl.log(1.0 + {})", "sin": "tl.sin({})", "cos": "tl.cos({})",
+                     # near 0: the odd series (2*sigmoid(2x) - 1 is only absolutely accurate,
+                     # and a square root after it magnified that to 1e-3 in a GroupNorm)
+                     "tanh": "tl.where(tl.abs({0}) < 0.1, {0} * (1.0 + {0} * {0} * (-0.3333333333"
+                             " + {0} * {0} * (0.1333333333 - 0.0539682540 * {0} * {0}))), "
+                             "2.0 * tl.sigmoid(2.0 * {0}) - 1.0)",
+                     # log(u) * x / (u - 1) with u = 1 + x: accurate for tiny x (Goldberg)
+                     "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.log(1.0 + {0}) * ({0} / "
+                              "((1.0 + {0}) - 1.0)))",
+                     "sin": "tl.sin({})", "cos": "tl.cos({})",
                      "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
                      "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
             return table[name].format(x)
