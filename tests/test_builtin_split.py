@@ -43,3 +43,23 @@ def test_many_rows_keep_one_program_per_row_in_the_same_candidate(tmp_path):
                                        "[torch.randn(40, 300)]"), "triton")
     assert "ROW_IN_REGISTERS=in_registers" in generation.code      # the per-row path is there
     assert judge(ref, generation, "triton", tmp_path).state == CORRECT
+
+
+SHORT = {
+    "mean_of_7": problem("return torch.mean(x / 1.5, dim=-1, keepdim=True)",
+                         "[torch.randn(3001, 7)]"),
+    "logsumexp_and_argmax_of_97": problem(
+        "return torch.logsumexp(x, dim=-1), torch.argmax(x, dim=-1)", "[torch.randn(301, 97)]"),
+    "cumsum_of_5": problem("return torch.cumsum(x, dim=-1)", "[torch.randn(257, 5)]"),
+    "layer_norm_of_31": problem("return self.ln(torch.tanh(x))", "[torch.randn(77, 31)]",
+                                "self.ln = nn.LayerNorm(a0)", "[31]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHORT))
+def test_short_rows_share_a_program_and_are_correct(name, tmp_path):
+    """Many short rows: a program takes a [ROWS, BLOCK] tile (the last one part-empty)."""
+    ref, generation = generate(SHORT[name], "triton")
+    assert "program = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]" in generation.code
+    result = judge(ref, generation, "triton", tmp_path)
+    assert result.state == CORRECT, result.message

@@ -3,11 +3,13 @@
 * A group without reductions is one flat kernel: each program owns BLOCK_SIZE consecutive
   output elements (a 1-D grid, the tail masked); operands that broadcast are read at the
   coordinates they vary along.
-* A group with reductions runs one program per kept element (a "row"). When the reduced
-  elements fit in one block (BLOCK_SIZE = next_power_of_2(length) <= MAX_ROW_BLOCK), the row is
-  read once into registers and every pass works on it there (ROW_IN_REGISTERS); otherwise each
-  pass loops over the row BLOCK_SIZE elements at a time and a final loop writes the outputs.
-  The launcher picks the mode and scales num_warps with the block.
+* A group with reductions works on "rows" (one per kept element). When the reduced elements
+  fit in one block (BLOCK_SIZE = next_power_of_2(length) <= MAX_ROW_BLOCK), a program reads a
+  tile of ROWS rows ([ROWS, BLOCK_SIZE], ROWS * BLOCK_SIZE about TILE elements, so 2.4M rows of
+  7 are not 2.4M programs) into registers once and every pass works on it there
+  (ROW_IN_REGISTERS); otherwise one program per row, each pass looping over it BLOCK_SIZE
+  elements at a time, and a final loop writes the outputs. Few long rows are split over many
+  programs (triton_split.py). The launcher picks the mode and scales num_warps with the tile.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .kernel import KernelPlan
 from .partition import Region
 
 MAX_ROW_BLOCK = 16384             # fp32 elements of one row a program keeps in registers
+TILE = 2048                       # elements a program takes on when rows are short
 AUTOTUNE_CONFIGS = [(256, 2), (1024, 4), (4096, 8)]      # flat kernels: (BLOCK_SIZE, num_warps)
 AUTOTUNE_WARPS = [4, 8, 16]                              # row kernels: num_warps only
 
@@ -50,6 +53,7 @@ class TritonGroupKernel:
         self.loaded: dict = {}
         self.done: set = set()        # members already computed in the current scope
         self.flat = ""
+        self.rows2d = False           # the register path: a [ROWS, BLOCK_SIZE] tile of rows
         out_names = ["out_ptr"] if len(plan.outputs) == 1 else \
             [f"{o.name}_out_ptr" for o in plan.outputs]
         names = distinct([f"{n.name}_ptr" for n in plan.inputs] + out_names)
@@ -87,6 +91,9 @@ class TritonGroupKernel:
             if self.flat or any(r.reduced for r in regions):
                 self.emit(f"{name} = tl.load({self.ptr[node]} + {index}, mask={mask}, "
                           "other=0.0)")
+            elif self.rows2d:    # one value per row of the tile
+                self.emit(f"{name} = tl.load({self.ptr[node]} + {index}, mask=row_ok, "
+                          "other=0.0)")
             else:    # varies only with this program's kept coordinates: one scalar
                 self.emit(f"{name} = tl.load({self.ptr[node]} + {index})")
             self.loaded[key] = name
@@ -109,9 +116,10 @@ class TritonGroupKernel:
                 v = self.value(m.args[0], m, 0, mask)
                 # in float64, as torch's cumsum accumulates on the CPU
                 self.emit(f"{m.name}_terms = tl.where({mask}, {v}, 0.0).to(tl.float64)")
-                self.emit(f"{m.name} = (tl.cumsum({m.name}_terms, axis=0) + {m.name}_carry)"
-                          ".to(tl.float32)")
-                self.emit(f"{m.name}_carry += tl.sum({m.name}_terms, axis=0)")
+                axis = 1 if self.rows2d else 0
+                self.emit(f"{m.name} = (tl.cumsum({m.name}_terms, axis={axis}) + "
+                          f"{m.name}_carry).to(tl.float32)")
+                self.emit(f"{m.name}_carry += {self.reduce_call('sum', m.name + '_terms')}")
                 continue
             args = [self.value(a, m, k, mask) for k, a in enumerate(m.args)]
             attrs = dict(m.attrs)
@@ -122,7 +130,7 @@ class TritonGroupKernel:
     # -- kernels -------------------------------------------------------------------------------
     def params(self) -> list[str]:
         p = self.plan
-        extra = ["ROW_IN_REGISTERS: tl.constexpr"] if p.reduce else []
+        extra = ["ROW_IN_REGISTERS: tl.constexpr", "ROWS: tl.constexpr"] if p.reduce else []
         return [self.ptr[n] for n in p.inputs] + [self.out_ptr[o] for o in p.outputs] + \
             [s.name for s in p.scalars] + [r.size_name for r in p.regions] + \
             ["BLOCK_SIZE: tl.constexpr"] + extra
@@ -166,21 +174,37 @@ class TritonGroupKernel:
     def write_rows(self) -> None:
         p = self.plan
         kept = [r for r in p.regions if not r.reduced]
-        self.emit("program = tl.program_id(0)      # one program per kept element (a row)")
-        if kept:
-            self.coordinates(kept, "program")
+        kept_total = " * ".join(r.size_name for r in kept) or "1"
         reduce_total = " * ".join(r.size_name for r in p.reduce)
-        self.emit(f"reduce_count = {reduce_total}")
         self.emit("if ROW_IN_REGISTERS:")
         self.depth += 1
-        self.emit("# the whole row fits in one block: read it once, keep it in registers")
+        self.emit("# rows that fit in one block: a tile of ROWS rows, each read once into "
+                  "registers")
+        self.emit("program = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]")
+        self.emit(f"row_ok = program < {kept_total}")
+        if kept:
+            self.coordinates(kept, "program")
+        self.emit(f"reduce_count = {reduce_total}")
+        self.rows2d = True
         self.write_passes(looped=False)
+        self.rows2d = False
         self.depth -= 1
         self.emit("else:")
         self.depth += 1
-        self.emit("# a long row: every pass loops over it BLOCK_SIZE elements at a time")
+        self.emit("# a long row: one program, every pass loops over it BLOCK_SIZE elements at "
+                  "a time")
+        self.emit("program = tl.program_id(0)")
+        if kept:
+            self.coordinates(kept, "program")
+        self.emit(f"reduce_count = {reduce_total}")
         self.write_passes(looped=True)
         self.depth -= 1
+
+    def reduce_call(self, fn: str, acc: str) -> str:
+        """Reduce a block (or a tile's rows, keeping a [ROWS, 1] shape) with tl.<fn>."""
+        if self.rows2d:
+            return f"tl.{fn}({acc}, axis=1)[:, None]"
+        return f"tl.{fn}({acc}, axis=0)"
 
     def write_passes(self, looped: bool) -> None:
         p = self.plan
@@ -215,11 +239,13 @@ class TritonGroupKernel:
             self.compute(p.kept_after[number], mask="True")
             self.switch_scope()
         for o in p.kept_outputs():
-            self.emit(f"tl.store({self.out_ptr[o]} + program, {self.value(o)})")
+            mask = ", mask=row_ok" if self.rows2d else ""
+            self.emit(f"tl.store({self.out_ptr[o]} + program, {self.value(o)}{mask})")
         if p.full_outputs():
             self.emit("# write the full-size outputs")
             if p.group.scan is not None:
-                self.emit(f"{p.group.scan.name}_carry = tl.zeros([], tl.float64)")
+                shape = "[ROWS, 1]" if self.rows2d else "[]"
+                self.emit(f"{p.group.scan.name}_carry = tl.zeros({shape}, tl.float64)")
             if looped:
                 self.open_reduce_loop()
             self.compute(p.element_values(p.full_outputs()), mask="in_range")
@@ -232,9 +258,13 @@ class TritonGroupKernel:
 
     def block_indices(self, start: str) -> None:
         total = " * ".join(r.size_name for r in self.plan.reduce)
-        self.emit(f"r = {start} + tl.arange(0, BLOCK_SIZE)" if start != "0" else
-                  "r = tl.arange(0, BLOCK_SIZE)")
-        self.emit(f"in_range = r < {total}")
+        if self.rows2d:
+            self.emit("r = tl.arange(0, BLOCK_SIZE)[None, :]")
+            self.emit(f"in_range = (r < {total}) & row_ok")
+        else:
+            self.emit(f"r = {start} + tl.arange(0, BLOCK_SIZE)" if start != "0" else
+                      "r = tl.arange(0, BLOCK_SIZE)")
+            self.emit(f"in_range = r < {total}")
         self.coordinates(self.plan.reduce, "r")
 
     def open_reduce_loop(self) -> None:
@@ -276,13 +306,11 @@ class TritonGroupKernel:
         if r.fn == "mean":
             correction = r.attrs.get("correction") or 0
             divisor = f"(reduce_count - {correction})" if correction else "reduce_count"
-            self.emit(f"{r.name} = tl.sum({acc}, axis=0) / {divisor}")
-        elif r.fn == "sum":
-            self.emit(f"{r.name} = tl.sum({acc}, axis=0)")
+            self.emit(f"{r.name} = {self.reduce_call('sum', acc)} / {divisor}")
         elif r.fn == "first_index":
-            self.emit(f"{r.name} = tl.min({acc}, axis=0)")
+            self.emit(f"{r.name} = {self.reduce_call('min', acc)}")
         else:
-            self.emit(f"{r.name} = tl.{r.fn}({acc}, axis=0)")
+            self.emit(f"{r.name} = {self.reduce_call(r.fn, acc)}")
 
     # -- the Python wrapper ----------------------------------------------------------------------
     def launcher(self, name: str, split=None) -> list[str]:
@@ -301,20 +329,21 @@ class TritonGroupKernel:
                                             [x.name for x in kp.outputs],
                                             [s.name for s in kp.scalars], names,
                                             f"({kept})", f"({reduced})", device)
-            lines += [f"    # one program per row; the row in registers when it fits in "
-                      f"{MAX_ROW_BLOCK} elements",
+            lines += [f"    # rows in registers when they fit in {MAX_ROW_BLOCK} elements, short ones "
+                      f"{TILE} elements' worth to a program; a long row loops",
                       f"    row_block = triton.next_power_of_2({reduced})",
                       f"    in_registers = row_block <= {MAX_ROW_BLOCK}",
                       f"    block = row_block if in_registers else {o.block_size}",
-                      f"    grid = ({kept},)"]
-            fixed = "BLOCK_SIZE=block, ROW_IN_REGISTERS=in_registers"
+                      f"    tile_rows = max(1, {TILE} // row_block) if in_registers else 1",
+                      f"    grid = (triton.cdiv({kept}, tile_rows),)"]
+            fixed = "BLOCK_SIZE=block, ROW_IN_REGISTERS=in_registers, ROWS=tile_rows"
             if o.autotune:
                 lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
                              f"{{'num_warps': {o.num_warps}}}")
                 lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, **tuning)")
             else:
                 lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, "
-                             f"num_warps={row_warps('block')})")
+                             f"num_warps={row_warps('block * tile_rows')})")
         else:
             total = " * ".join(names)
             lines.append(f"    grid = lambda meta: (triton.cdiv({total}, meta['BLOCK_SIZE']),)")

@@ -131,13 +131,13 @@ class TritonSplitKernels(TritonGroupKernel):
                      sizes: list[str], kept: str, reduced: str, device: str) -> list[str]:
         """The launcher's branch for few long rows (indented for inside the launcher)."""
         p = self.plan
-        lines = [f"    programs = 4 * (torch.cuda.get_device_properties({device})"
-                 f".multi_processor_count if {device}.type == 'cuda' else 4)",
-                 f"    if {reduced} > {SPLIT_ROW_MIN} and {kept} < programs:",
+        programs = (f"4 * (torch.cuda.get_device_properties({device}).multi_processor_count "
+                    f"if {device}.type == 'cuda' else 4)")
+        lines = [f"    if {reduced} > {SPLIT_ROW_MIN} and {kept} < {programs}:",
                  "        # few long rows: each row split over several programs, pass by pass",
                  f"        block = {self.o.block_size}",
                  f"        splits = min(triton.cdiv({reduced}, 4 * block), "
-                 f"triton.cdiv(programs, {kept}))",
+                 f"triton.cdiv({programs}, {kept}))",
                  f"        chunk = triton.cdiv(triton.cdiv({reduced}, splits), block) * block",
                  f"        splits = triton.cdiv({reduced}, chunk)",
                  "        parts = triton.next_power_of_2(splits)",
