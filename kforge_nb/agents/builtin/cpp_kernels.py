@@ -325,31 +325,53 @@ class CppKernel:
         if self.lanes:
             self.lane_loop()
             depth += 1
-        self.compute(p.element_values([r.args[0] for r in reductions]))
-        parked = self.parked()
-        if parked is not None and number == len(p.passes) - 1:
+        plan = self.park_plan()
+        earlier = next((v for v in reversed(plan[:number]) if v is not None), None)
+        stop = self.read_parked(earlier)
+        self.compute(p.element_values([r.args[0] for r in reductions], stop=stop))
+        if plan[number] is not None:
             o = p.full_outputs()[0]
-            self.emit(f"{self.out_name[o]}[{self.index(p.output_regions(o))}] = {parked.name};"
-                      "  // parked here, read back by the final pass")
+            self.emit(f"{self.out_name[o]}[{self.index(p.output_regions(o))}] = "
+                      f"{plan[number].name};  // parked here, read back by the passes after")
         for r in reductions:
             self.combine(r)
+        self.bound.pop(earlier, None)
         for _ in range(depth):
             self.close()
         self.finish(reductions)
 
-    def parked(self) -> Node | None:
-        """An expensive value the last pass computes and the final pass needs again: the last
-        pass stores it in the output (same index), the final pass reads it instead of
-        recomputing it (softmax: exp(x - max) is computed once, not twice)."""
+    def park_plan(self) -> list[Node | None]:
+        """Per pass, an expensive value it computes that later passes or the final pass need
+        again: it is stored in the output (same index) and read back instead of recomputed
+        (a softmax's exp(x - max) once, not twice; a norm's input chain once, not three times).
+        The output is written for good only by the final pass."""
         p = self.plan
         outs = p.full_outputs()
-        if not self.o.reuse_output or len(outs) != 1 or not p.passes or p.group.scan is not None:
-            return None
-        last = set(p.element_values([r.args[0] for r in p.passes[-1]]))
+        if not self.o.reuse_output or len(outs) != 1 or not p.passes or \
+                p.group.scan is not None:
+            return [None] * len(p.passes)
         expensive = {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "mish", "softplus",
-                     "elu", "log1p", "expm1"}
-        found = [m for m in p.element_values(outs) if m in last and m.fn in expensive]
-        return found[-1] if found else None
+                     "elu", "log1p", "expm1", "pow", "sin", "cos"}
+        plan, available = [], None
+        for k, reductions in enumerate(p.passes):
+            stop = frozenset([available]) if available is not None else frozenset()
+            here = p.element_values([r.args[0] for r in reductions], stop=stop)
+            later = set(p.element_values(
+                [r.args[0] for passes in p.passes[k + 1:] for r in passes] + outs, stop=stop))
+            found = [m for m in here if m in later and m.fn in expensive]
+            plan.append(found[-1] if found else None)
+            available = plan[-1] or available
+        return plan
+
+    def read_parked(self, node: Node | None) -> frozenset:
+        """Read a value an earlier pass parked in the output; what not to recompute."""
+        if node is None:
+            return frozenset()
+        o = self.plan.full_outputs()[0]
+        self.emit(f"const float {node.name} = "
+                  f"{self.out_name[o]}[{self.index(self.plan.output_regions(o))}];")
+        self.bound[node] = node.name
+        return frozenset([node])
 
     def finish(self, reductions: list[Node]) -> None:
         """Turn accumulators into the reduced values (mean divides by the count)."""
@@ -420,12 +442,9 @@ class CppKernel:
         if self.plan.lane is not None and (self.plan.rows or self.plan.reduce):
             self.lane_loop()
             depth += 1
-        parked = self.parked()
-        if parked is not None:
-            index = self.index(self.plan.output_regions(outs[0]))
-            self.emit(f"const float {parked.name} = {self.out_name[outs[0]]}[{index}];")
-            self.bound[parked] = parked.name
-        self.compute(self.plan.element_values(outs, stop=frozenset([parked] if parked else [])))
+        parked = next((v for v in reversed(self.park_plan()) if v is not None), None)
+        stop = self.read_parked(parked) if scan is None else frozenset()
+        self.compute(self.plan.element_values(outs, stop=stop))
         for o in outs:
             index = self.index(self.plan.output_regions(o))
             self.emit(f"{self.out_name[o]}[{index}] = {self.value(o)};")
