@@ -269,7 +269,7 @@ def test_a_row_that_fits_is_read_once_and_long_rows_loop():
     _, generation = generate("softmax", "triton")
     code = generation.code
     assert "if ROW_IN_REGISTERS:" in code and "triton.next_power_of_2(cols)" in code
-    assert "4 if block <= 2048 else (8 if block <= 8192 else 16)" in code
+    assert "4 if block * tile_rows <= 2048 else (8 if block * tile_rows <= 8192 else 16)" in code
     registers = code.split("if ROW_IN_REGISTERS:")[1].split("else:")[0]
     assert registers.count("tl.load(") == 1 and "for start" not in registers
 
