@@ -175,30 +175,25 @@ class TritonGroupKernel:
         p = self.plan
         kept = [r for r in p.regions if not r.reduced]
         kept_total = " * ".join(r.size_name for r in kept) or "1"
-        reduce_total = " * ".join(r.size_name for r in p.reduce)
-        self.emit("if ROW_IN_REGISTERS:")
-        self.depth += 1
-        self.emit("# rows that fit in one block: a tile of ROWS rows, each read once into "
-                  "registers")
+        self.emit("# a tile of ROWS rows (consecutive kept elements) per program")
         self.emit("program = tl.program_id(0) * ROWS + tl.arange(0, ROWS)[:, None]")
         self.emit(f"row_ok = program < {kept_total}")
         if kept:
             self.coordinates(kept, "program")
-        self.emit(f"reduce_count = {reduce_total}")
+        self.emit(f"reduce_count = {' * '.join(r.size_name for r in p.reduce)}")
         self.rows2d = True
+        self.emit("if ROW_IN_REGISTERS:")
+        self.depth += 1
+        self.emit("# the rows fit in one block: each read once into registers")
         self.write_passes(looped=False)
-        self.rows2d = False
         self.depth -= 1
         self.emit("else:")
         self.depth += 1
-        self.emit("# a long row: one program, every pass loops over it BLOCK_SIZE elements at "
+        self.emit("# long (or strided) rows: every pass loops over them BLOCK_SIZE elements at "
                   "a time")
-        self.emit("program = tl.program_id(0)")
-        if kept:
-            self.coordinates(kept, "program")
-        self.emit(f"reduce_count = {reduce_total}")
         self.write_passes(looped=True)
         self.depth -= 1
+        self.rows2d = False
 
     def reduce_call(self, fn: str, acc: str) -> str:
         """Reduce a block (or a tile's rows, keeping a [ROWS, 1] shape) with tl.<fn>."""
@@ -220,7 +215,8 @@ class TritonGroupKernel:
                     init = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")',
                             "min": 'float("inf")', "first_index": "2**62"}[r.fn]
                     dtype = "tl.int64" if r.fn == "first_index" else "tl.float32"
-                    self.emit(f"{r.name}_acc = tl.full([BLOCK_SIZE], {init}, {dtype})")
+                    shape = "[ROWS, BLOCK_SIZE]" if self.rows2d else "[BLOCK_SIZE]"
+                    self.emit(f"{r.name}_acc = tl.full({shape}, {init}, {dtype})")
                 self.open_reduce_loop()
                 self.compute(values, mask="in_range")
                 for r in reductions:
@@ -259,7 +255,8 @@ class TritonGroupKernel:
     def block_indices(self, start: str) -> None:
         total = " * ".join(r.size_name for r in self.plan.reduce)
         if self.rows2d:
-            self.emit("r = tl.arange(0, BLOCK_SIZE)[None, :]")
+            self.emit(f"r = {start} + tl.arange(0, BLOCK_SIZE)[None, :]" if start != "0" else
+                      "r = tl.arange(0, BLOCK_SIZE)[None, :]")
             self.emit(f"in_range = (r < {total}) & row_ok")
         else:
             self.emit(f"r = {start} + tl.arange(0, BLOCK_SIZE)" if start != "0" else
@@ -334,8 +331,12 @@ class TritonGroupKernel:
                       f"    row_block = triton.next_power_of_2({reduced})",
                       f"    in_registers = row_block <= {MAX_ROW_BLOCK}",
                       f"    block = row_block if in_registers else {o.block_size}",
-                      f"    tile_rows = max(1, {TILE} // row_block) if in_registers else 1",
-                      f"    grid = (triton.cdiv({kept}, tile_rows),)"]
+                      f"    tile_rows = max(1, {TILE} // row_block) if in_registers else 1"]
+            if kp.lane is not None:
+                # the reduced dims are not innermost: a row's elements are far apart, so a
+                # program takes 64 neighbouring rows (coalesced loads) and loops over them
+                lines += ["    in_registers, block, tile_rows = False, min(32, row_block), 64"]
+            lines += [f"    grid = (triton.cdiv({kept}, tile_rows),)"]
             fixed = "BLOCK_SIZE=block, ROW_IN_REGISTERS=in_registers, ROWS=tile_rows"
             if o.autotune:
                 lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
