@@ -83,7 +83,7 @@ def test_the_session_says_plainly_that_the_module_is_best_left_in_pytorch(api, t
     assert session.best.result.timing.speedup_vs_eager < 1
     advice = session.summary()["advice"]
     assert advice.startswith("best left in PyTorch: the best candidate runs at 0.")
-    assert "(" in advice, "the analyst's reason is part of the advice"
+    assert "(" in advice and advice.endswith(")"), "the reason is part of the advice"
     assert "best left in PyTorch" in session.finish_reason
     finished = [e for e in session.events if e.kind == "finished"][-1]
     assert finished.data["advice"] == advice
@@ -100,3 +100,14 @@ def test_no_advice_when_the_kernel_wins_or_the_timing_is_not_real(api, tmp_path)
     assert session.advice() is None
     best.result.timing.speedup_vs_eager, best.result.timing.real = 0.5, False
     assert session.advice() is None
+
+
+def test_a_run_cut_short_still_says_why(api, tmp_path):
+    """Patience ends the run before the analyst's verdict: the reason comes from the profile."""
+    api([answer(SLOW)] * 3)
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic", analyst=BuiltinAnalyst()),
+                      Budget(iterations=1, patience=None), options(tmp_path), out=tmp_path)
+    session.run()
+    advice = session.summary()["advice"]
+    assert advice.startswith("best left in PyTorch") and advice.endswith(")")
+    assert "speed of light" in advice or "overhead" in advice or "GEMM" in advice

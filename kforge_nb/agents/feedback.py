@@ -5,6 +5,7 @@ time shares, launches per call, achieved bandwidth and FLOP rate against the dev
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from ..result import CORRECT, Result
@@ -34,6 +35,37 @@ def describe_result(result: Result) -> str:
     if result.state == CORRECT:
         lines.append(summary_text(profile_summary(result)))
     return "\n".join(lines)
+
+
+# names in a profile that are torch/vendor ops rather than generated kernels ("cpu::..." are ours)
+VENDOR = re.compile(r"^(?!cpu::).*(aten::|mkldnn|onednn|mkl|conv|addmm|linear|matmul|bmm|\bmm\b|"
+                    r"gemm|cublas|cutlass|xmma|sm\d+_)", re.I)
+
+
+def vendor_time_share(summary: dict) -> float:
+    """The share of the candidate's profiled time spent in torch's own (vendor) ops."""
+    return sum(k.get("share", 0) for k in summary.get("top_kernels") or []
+               if VENDOR.search(k.get("name", "")))
+
+
+def why_slower_than_eager(s: dict) -> str:
+    """One sentence, from a profile summary: why a candidate does not beat eager."""
+    eager_ms, size, vendor = s.get("eager_ms"), s.get("min_bytes"), vendor_time_share(s)
+    fraction, ms = s.get("fraction_of_sol"), s.get("candidate_ms")
+    if vendor > 0.5:
+        return (f"{vendor:.0%} of the time is in torch's own GEMM or convolution, which stays; "
+                "the fused part is too small to make up for the extra launch")
+    if eager_ms is not None and eager_ms < 0.05:
+        work = f"{size / 1024:.0f} KB of data" if size else "little work"
+        return (f"{work} per call and eager takes {eager_ms * 1e3:.0f} us: call overhead "
+                "(the Python launcher, waking threads) dominates")
+    sol_ms = fraction * ms if fraction and ms else None
+    if sol_ms and eager_ms and sol_ms / eager_ms > 0.6:
+        return (f"eager already runs at {sol_ms / eager_ms:.0%} of the speed of light here: "
+                "there is little left to fuse away")
+    reached = f"{fraction:.0%}" if fraction is not None else "an unknown share"
+    return (f"the kernel reaches {reached} of the speed of light and no strategy the builtin "
+            "agent knows closed the gap")
 
 
 def profile_summary(result: Result) -> dict:

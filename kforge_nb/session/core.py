@@ -24,7 +24,7 @@ from typing import Callable
 from .. import artifacts
 from ..agents import AgentConfig, make_agents
 from ..agents.base import AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage
-from ..agents.feedback import profile_summary
+from ..agents.feedback import profile_summary, why_slower_than_eager
 from ..evaluator import EvalOptions, evaluate
 from ..problem import Problem, ProblemError
 from ..providers import ProviderError
@@ -197,8 +197,8 @@ class Session:
         }
 
     def advice(self) -> str | None:
-        """Said plainly when the best kernel is slower than PyTorch: keep the module as it is.
-        The reason is the analyst's, when it gave one ("best left in PyTorch")."""
+        """Said plainly when the best kernel is slower than PyTorch: keep the module as it is,
+        and why (the analyst's reason when it gave one, else one read off the profile)."""
         best = self.best
         t = best.result.timing if best else None
         if t is None or not t.real or t.speedup_vs_eager is None or t.speedup_vs_eager >= 1.0:
@@ -206,8 +206,10 @@ class Session:
         last = self._last_recommendation
         reason = last.action.get("why") if last and \
             last.action.get("verdict") == "keep_pytorch" else None
+        # the run may end (patience, budget) before the analyst says why: read it off the profile
+        reason = reason or why_slower_than_eager(profile_summary(best.result))
         return (f"best left in PyTorch: the best candidate runs at {t.speedup_vs_eager:.2f}x "
-                f"eager" + (f" ({reason})" if reason else ""))
+                f"eager ({reason})")
 
     def elapsed(self) -> float:
         """Seconds this session has run, the earlier runs of a resumed one included."""

@@ -13,11 +13,9 @@ import json
 import re
 
 from ..base import AnalysisRequest, Recommendation
+from ..feedback import profile_summary, vendor_time_share, why_slower_than_eager
 from .candidate import read_header
 
-# names in a CPU profile that are torch/vendor ops rather than our kernels ("cpu::..." are ours)
-VENDOR = re.compile(r"^(?!cpu::).*(aten::|mkldnn|onednn|mkl|conv|addmm|linear|matmul|bmm|\bmm\b|"
-                    r"gemm|cublas|cutlass|xmma|sm\d+_)", re.I)
 
 
 def facts(request: AnalysisRequest) -> dict:
@@ -26,7 +24,7 @@ def facts(request: AnalysisRequest) -> dict:
     t, roof = r.timing, r.roofline
     header = read_header(request.code)
     top = s.get("top_kernels") or []
-    vendor_share = sum(k.get("share", 0) for k in top if VENDOR.search(k.get("name", "")))
+    vendor_share = vendor_time_share(s)
     return {
         "state": r.state,
         "speedup": s.get("speedup_vs_eager", t.speedup_vs_eager),
@@ -40,6 +38,7 @@ def facts(request: AnalysisRequest) -> dict:
         "real": s.get("timing_real", t.real),
         "top": top,
         "vendor_share": vendor_share,
+        "summary": {**profile_summary(r), **s},
         "options": header.get("options", {}),
         "target": header.get("target", request.target),
         "code": request.code or "",
@@ -206,26 +205,8 @@ def recovery_rules(f: dict) -> list[Recommendation]:
     return out
 
 
-def why_slower(f: dict) -> str:
-    """One sentence: why no candidate beats eager here."""
-    eager_ms, size = f["eager_ms"], f["min_bytes"]
-    if f["vendor_share"] > 0.5:
-        return (f"{percent(f['vendor_share'])} of the time is in torch's own GEMM or "
-                "convolution, which the builtin agent keeps; the fused part is too small to "
-                "make up for the extra launch")
-    if eager_ms is not None and eager_ms < 0.05:
-        work = f"{size / 1024:.0f} KB of data" if size else "little work"
-        return (f"{work} per call and eager takes {eager_ms * 1e3:.0f} us: call overhead "
-                "(the Python launcher, waking threads) dominates")
-    if f["sol_ms"] and eager_ms and f["sol_ms"] / eager_ms > 0.6:
-        return (f"eager already runs at {f['sol_ms'] / eager_ms:.0%} of the speed of light "
-                "here: there is little left to fuse away")
-    return (f"the kernel reaches {percent(f['fraction'])} of the speed of light and no strategy "
-            "the builtin agent knows closed the gap")
-
-
 def keep_pytorch(f: dict) -> Recommendation:
-    reason = why_slower(f)
+    reason = why_slower_than_eager(f["summary"])
     action = {"kind": "done", "verdict": "keep_pytorch", "why": reason}
     return rec("best left in PyTorch",
                f"No candidate beats eager ({f['speedup']:.2f}x at best); the module is best left "
