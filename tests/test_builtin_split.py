@@ -10,17 +10,18 @@ from kforge_nb.agents.builtin.partition import partition
 from kforge_nb.result import CORRECT
 from tests.test_builtin import generate, judge, problem
 
-# rows longer than 16384 elements and fewer rows than 16 (the interpreter's program target)
+# rows longer than 32768 elements (more than a program keeps in registers) and fewer rows than
+# 16 (the interpreter's program target)
 SPLIT = {
-    "softmax_scaled": problem("return torch.softmax(x * 2.0, dim=-1)", "[torch.randn(2, 20001)]"),
-    "layer_norm": problem("return self.ln(x)", "[torch.randn(3, 17000)]",
-                          "self.ln = nn.LayerNorm(a0)", "[17000]"),
+    "softmax_scaled": problem("return torch.softmax(x * 2.0, dim=-1)", "[torch.randn(2, 40001)]"),
+    "layer_norm": problem("return self.ln(x)", "[torch.randn(3, 33000)]",
+                          "self.ln = nn.LayerNorm(a0)", "[33000]"),
     "group_norm_batch_of_one": problem(
-        "return torch.relu(self.gn(x))", "[torch.randn(1, 8, 50, 100)]",
+        "return torch.relu(self.gn(x))", "[torch.randn(1, 8, 100, 100)]",
         "self.gn = nn.GroupNorm(a1, a0)", "[8, 2]"),
     "argmax_sum_logsumexp": problem(
         "return torch.argmax(x, dim=1), x.sum(dim=-1), torch.logsumexp(x, dim=-1)",
-        "[torch.randn(2, 18000)]"),
+        "[torch.randn(2, 36000)]"),
 }
 
 

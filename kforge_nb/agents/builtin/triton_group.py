@@ -19,7 +19,7 @@ from .ir import Node
 from .kernel import KernelPlan
 from .partition import Region
 
-MAX_ROW_BLOCK = 16384             # fp32 elements of one row a program keeps in registers
+MAX_ROW_BLOCK = 32768             # fp32 elements of one row a program keeps in registers
 TILE = 2048                       # elements a program takes on when rows are short
 AUTOTUNE_CONFIGS = [(256, 2), (1024, 4), (4096, 8)]      # flat kernels: (BLOCK_SIZE, num_warps)
 AUTOTUNE_WARPS = [4, 8, 16]                              # row kernels: num_warps only

@@ -19,11 +19,12 @@ once per pass. Rows with a running sum (cumsum) keep one program per row.
 from __future__ import annotations
 
 from .ir import Node
-from .triton_group import TritonGroupKernel
+from .triton_group import MAX_ROW_BLOCK, TritonGroupKernel
 
 NEUTRAL = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")',
            "first_index": "2**62"}
-SPLIT_ROW_MIN = 16384      # rows shorter than this fit in one program's registers: not split
+# rows that fit in one program's registers are read once there: not split
+SPLIT_ROW_MIN = MAX_ROW_BLOCK
 
 
 def can_split(plan) -> bool:
