@@ -228,12 +228,7 @@ class TritonGroupKernel:
                 self.compute(values, mask="in_range")
                 for r in reductions:
                     self.finish(r, self.masked(r))
-            self.switch_scope()
-            self.compute([m for m in p.element_values(
-                [a for n in p.kept_after[number] for a in n.node_args()], kept_scope=True)
-                if m not in p.kept_after[number]], mask="True")
-            self.compute(p.kept_after[number], mask="True")
-            self.switch_scope()
+            self.compute_kept_after(number)
         for o in p.kept_outputs():
             mask = ", mask=row_ok" if self.rows2d else ""
             self.emit(f"tl.store({self.out_ptr[o]} + program, {self.value(o)}{mask})")
@@ -251,6 +246,17 @@ class TritonGroupKernel:
                           "mask=in_range)")
             if looped:
                 self.close_reduce_loop()
+
+    def compute_kept_after(self, number: int) -> None:
+        """The per-row values that follow from pass `number`'s reductions (rstd from var)."""
+        p = self.plan
+        self.switch_scope()
+        after = p.kept_after[number]
+        self.compute([m for m in p.element_values(
+            [a for n in after for a in n.node_args()], kept_scope=True) if m not in after],
+            mask="True")
+        self.compute(after, mask="True")
+        self.switch_scope()
 
     def block_indices(self, start: str) -> None:
         total = " * ".join(r.size_name for r in self.plan.reduce)

@@ -79,12 +79,7 @@ class TritonSplitKernels(TritonGroupKernel):
                 self.emit(f"{r.name}_parts = tl.load({self.partial(r)} + program * SPLITS + "
                           f"parts, mask=parts < SPLITS, other={NEUTRAL[r.fn]}){dtype}")
                 self.finish(r, f"{r.name}_parts")
-            self.switch_scope()
-            self.compute([m for m in p.element_values(
-                [a for n in p.kept_after[earlier] for a in n.node_args()], kept_scope=True)
-                if m not in p.kept_after[earlier]], mask="True")
-            self.compute(p.kept_after[earlier], mask="True")
-            self.switch_scope()
+            self.compute_kept_after(earlier)
         if number < len(p.passes):
             reductions = p.passes[number]
             self.emit(f"# pass {number + 1} over this chunk: " +
