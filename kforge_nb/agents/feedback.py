@@ -60,6 +60,10 @@ def why_slower_than_eager(s: dict) -> str:
         return (f"{work} per call and eager takes {eager_ms * 1e3:.0f} us: call overhead "
                 "(the Python launcher, waking threads) dominates")
     sol_ms = fraction * ms if fraction and ms else None
+    if sol_ms and eager_ms and sol_ms / eager_ms > 1.0:
+        return (f"eager already runs faster than this machine's estimated speed of light "
+                f"({sol_ms / eager_ms:.0%} of it: the estimate is low, as for vendor GEMMs on "
+                "a CPU): there is little left to win")
     if sol_ms and eager_ms and sol_ms / eager_ms > 0.6:
         return (f"eager already runs at {sol_ms / eager_ms:.0%} of the speed of light here: "
                 "there is little left to fuse away")
