@@ -38,7 +38,7 @@ def facts(request: AnalysisRequest) -> dict:
         "real": s.get("timing_real", t.real),
         "top": top,
         "vendor_share": vendor_share,
-        "summary": {**profile_summary(r), **s},
+        "summary": s or profile_summary(r),     # the session hands profile_summary(r)
         "options": header.get("options", {}),
         "target": header.get("target", request.target),
         "code": request.code or "",

@@ -167,6 +167,7 @@ class CppKernel(Passes):
     def write(self) -> str:
         p = self.plan
         self.inverted = self.divisors()
+        self.parks = self.park_plan()      # per pass: the value it parks (cpp_passes.py)
         for line in p.story():
             self.emit(f"// {line}")
         self.open(self.signature())

@@ -149,7 +149,7 @@ class Passes:
         if self.lanes:
             self.lane_loop()
             depth += 1
-        plan = self.park_plan()
+        plan = self.parks
         earlier = next((v for v in reversed(plan[:number]) if v is not None), None)
         stop = self.read_parked(earlier)
         self.compute(p.element_values([r.args[0] for r in reductions], stop=stop))
@@ -266,7 +266,7 @@ class Passes:
         if self.plan.lane is not None and (self.plan.rows or self.plan.reduce):
             self.lane_loop()
             depth += 1
-        parked = next((v for v in reversed(self.park_plan()) if v is not None), None)
+        parked = next((v for v in reversed(self.parks) if v is not None), None)
         stop = self.read_parked(parked) if scan is None else frozenset()
         self.compute(self.plan.element_values(outs, stop=stop))
         for o in outs:

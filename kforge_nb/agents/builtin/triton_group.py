@@ -239,13 +239,17 @@ class TritonGroupKernel:
                 self.emit(f"{p.group.scan.name}_carry = tl.zeros({shape}, tl.float64)")
             if looped:
                 self.open_reduce_loop()
-            self.compute(p.element_values(p.full_outputs()), mask="in_range")
-            index = self.horner(p.regions)
-            for o in p.full_outputs():
-                self.emit(f"tl.store({self.out_ptr[o]} + {index}, {self.value(o)}, "
-                          "mask=in_range)")
+            self.store_full_outputs()
             if looped:
                 self.close_reduce_loop()
+
+    def store_full_outputs(self) -> None:
+        """Compute the full-size outputs over the current block and store them."""
+        p = self.plan
+        self.compute(p.element_values(p.full_outputs()), mask="in_range")
+        index = self.horner(p.regions)
+        for o in p.full_outputs():
+            self.emit(f"tl.store({self.out_ptr[o]} + {index}, {self.value(o)}, mask=in_range)")
 
     def compute_kept_after(self, number: int) -> None:
         """The per-row values that follow from pass `number`'s reductions (rstd from var)."""

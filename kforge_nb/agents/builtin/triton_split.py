@@ -107,11 +107,7 @@ class TritonSplitKernels(TritonGroupKernel):
         if p.full_outputs():
             self.emit("# write this chunk's full-size outputs")
             self.open_reduce_loop()
-            self.compute(p.element_values(p.full_outputs()), mask="in_range")
-            index = self.horner(p.regions)
-            for o in p.full_outputs():
-                self.emit(f"tl.store({self.out_ptr[o]} + {index}, {self.value(o)}, "
-                          "mask=in_range)")
+            self.store_full_outputs()
             self.close_reduce_loop()
 
     # the loops of the parent walk one chunk instead of the whole row
