@@ -4,7 +4,9 @@
     kforge run PROBLEM [--provider P] [--iterations N] ... the agent loop (exit 0 iff correct)
     kforge run --resume RUN_DIR [--iterations N] ...   go on with an interrupted or ended run
     kforge runs [DIR]                                  the runs under DIR: state, best so far
-    kforge bench DIR_OR_FILES [--provider P] ...       a session per problem, one table
+    kforge bench DIR_OR_FILES [--candidates DIR] [--workers N | --cluster ADDR] ...
+                                                       a suite: one table, fast_p, resumable
+    kforge worker tcp://HOST:PORT                      offer this machine to a Dask cluster
 """
 from __future__ import annotations
 
@@ -14,60 +16,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .options import BENCH_SUMMARY, EVAL, RUN, add_bench_arguments, add_options
 
 EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
-
-
-def positive(kind):
-    """An argparse type: a number above zero, said plainly when it is not (exit 2)."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
-        return value
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
-
-
-def at_least_zero(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
-
-
-def add_eval_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by every command that evaluates candidates."""
-    from .evaluator.correctness import POLICIES
-    p.add_argument("--target", default="auto", help="cpp, triton, cuda, metal or auto "
-                   "(triton with a CUDA GPU, cpp otherwise)")
-    p.add_argument("--trials", type=positive(int), default=5, help="correctness trials, each with fresh "
-                   "random inputs (default 5)")
-    p.add_argument("--timeout", type=positive(float), default=180.0, help="seconds a candidate may take "
-                   "(default 180)")
-    p.add_argument("--out", default="kforge-runs", help="artifacts folder (default kforge-runs)")
-    p.add_argument("--precision", choices=POLICIES, default="strict", help="precision policy: "
-                   "strict fp32 by default; tf32/bf16/fp16 loosen tolerances and allow casts")
-    p.add_argument("--ban", action="append", default=[], metavar="REGEX",
-                   help="reject candidates whose source matches REGEX (repeatable)")
-    p.add_argument("--require", action="append", default=[], metavar="REGEX",
-                   help="reject candidates whose source does not match REGEX (repeatable)")
-    p.add_argument("--allow", action="append", default=[], metavar="OP",
-                   help="allow a torch op in ModelNew.forward, e.g. conv2d (repeatable); '*' "
-                   "allows any and requires no kernel of the candidate's own (baselines, sweeps)")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run candidates with your environment, network and files (the verdict "
-                   "says so): for kernels that need something the sandbox denies")
-    p.add_argument("--no-compile-baseline", action="store_true",
-                   help="skip timing torch.compile (its first compile takes ~30 s on a small CPU)")
-    p.add_argument("--no-shape-check", action="store_true",
-                   help="skip the extra trial at another batch size")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,46 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("reference", help="reference .py in KernelBench form (Model, get_inputs, "
                    "get_init_inputs)")
     p.add_argument("candidate", help="candidate .py defining ModelNew")
-    p.add_argument("--json", action="store_true", help="print one JSON object (the Result)")
-    add_eval_options(p)
+    add_options(p, EVAL)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("run", help="generate, judge and improve kernels for a reference")
     p.add_argument("reference", nargs="?", help="reference .py in KernelBench form (none with "
                    "--resume)")
-    p.add_argument("--resume", metavar="RUN_DIR", help="go on with the run saved in RUN_DIR "
-                   "(interrupted, or ended): its problem and options, from its next iteration; "
-                   "--iterations, --wall-time, --max-tokens, --max-cost, --patience raise its "
-                   "budget")
-    p.add_argument("--provider", default="auto", help="anthropic, openai, replay, builtin or "
-                   "auto (anthropic with ANTHROPIC_API_KEY, builtin otherwise)")
-    p.add_argument("--model", help="generation model (default: the provider's)")
-    p.add_argument("--analysis-model", help="analysis model (default: --model)")
-    p.add_argument("--analysis-provider", help="analysis provider (default: --provider)")
-    p.add_argument("--iterations", type=positive(int), default=8, help="rounds (default 8)")
-    p.add_argument("--samples", type=positive(int), default=1, help="candidates per round, evaluated "
-                   "concurrently; the best is kept (default 1)")
-    p.add_argument("--from", dest="translate_from", metavar="RUN_OR_FILE",
-                   help="a verified kernel (file, or run folder) for another target to translate")
-    p.add_argument("--review", action="store_true", help="ask on the terminal before applying "
-                   "each recommendation")
-    p.add_argument("--record", metavar="FILE", help="record every model call to FILE (JSONL)")
-    p.add_argument("--replay", metavar="FILE", help="replay a recording instead of calling a model")
-    p.add_argument("--aux", action="append", default=[], metavar="PATH",
-                   help="a file to include in generation prompts: PATH for every iteration, "
-                   "PATH@0,2 for iterations 0 and 2 (repeatable)")
-    p.add_argument("--hint", default="", help="an instruction added to every generation prompt")
-    p.add_argument("--prompts", metavar="DIR", help="folder of Jinja2 templates overriding the "
-                   "built-in ones (generate.j2, generate.iter3.j2, analyse.j2, ...)")
-    p.add_argument("--wall-time", type=positive(float), help="stop after this many seconds")
-    p.add_argument("--max-tokens", type=positive(int), help="stop once this many tokens are used")
-    p.add_argument("--max-cost", type=positive(float), help="stop once this many USD are spent")
-    p.add_argument("--target-speedup", type=positive(float), help="stop once the best is this much "
-                   "faster than eager")
-    p.add_argument("--patience", type=at_least_zero, default=3, help="stop after this many optimisation "
-                   "rounds without improvement (default 3)")
-    p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
-    add_eval_options(p)
+    add_options(p, RUN)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("runs", help="list the runs under a folder: running, interrupted or "
@@ -129,15 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the runs as JSON")
     p.set_defaults(func=cmd_runs)
 
-    p = sub.add_parser("bench", help="run a session per problem of a suite; print a table")
-    p.add_argument("problems", nargs="+", help="problem files or folders of them")
-    p.add_argument("--provider", default="builtin", help="provider (default builtin)")
-    p.add_argument("--model", help="generation model")
-    p.add_argument("--iterations", type=positive(int), default=3, help="rounds per problem (default 3)")
-    p.add_argument("--samples", type=positive(int), default=1)
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    add_eval_options(p)
+    p = sub.add_parser("bench", help=BENCH_SUMMARY)
+    add_bench_arguments(p)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("worker", help="offer this machine to a Dask cluster: a worker per GPU "
+                       "(GPU=1), or MPS=1 on a Mac, or one CPU worker")
+    p.add_argument("address", help="the scheduler, tcp://HOST:PORT")
+    p.add_argument("--name", help="worker name prefix (default: this host's name)")
+    p.set_defaults(func=cmd_worker)
     return parser
 
 
@@ -201,22 +119,48 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import dataclasses
-    from .agents import AgentConfig
-    from .bench import problem_files, run_suite, table
-    from .session import Budget
-    from .session.config import eval_options
-    files = problem_files(args.problems)
-    if not files:
-        return usage_error(f"no problem files in {' '.join(args.problems)}")
+    from .bench.config import bench_from_args
+    from .bench.report import table
+    from .bench.store import SettingsDiffer
+    from .executors import ExecutorError
+    from .ui.bench_views import TerminalBar
+    try:
+        bench = bench_from_args(args)
+    except (SettingsDiffer, ValueError, ExecutorError) as err:
+        return usage_error(str(err))
+    try:
+        with bench.executor:
+            rows = bench.run(TerminalBar())
+    except KeyboardInterrupt:
+        return usage_error(f"interrupted; {len(bench.store.rows)} finished problems are saved "
+                           f"in {bench.store.folder}: run the same command to go on")
+    except ExecutorError as err:
+        return usage_error(str(err))
+    if args.json:
+        print(json.dumps({"folder": str(bench.store.folder), **bench.report()}, default=str))
+    else:
+        print(table(rows))
+        print(f"results: {bench.store.folder}/results.csv and results.json")
+    return EXIT_CORRECT if all(r.correct for r in rows) else EXIT_VERDICT
 
-    def progress(row):
-        print(f"{row.problem}: {row.state} ({row.seconds:.0f} s)", file=sys.stderr, flush=True)
-    rows = run_suite(files, args.target, AgentConfig(provider=args.provider, model=args.model),
-                     Budget(iterations=args.iterations, samples=args.samples),
-                     eval_options(args), args.out, progress)
-    print(json.dumps([dataclasses.asdict(r) for r in rows]) if args.json else table(rows))
-    return EXIT_CORRECT if all(r.state == "correct" for r in rows) else EXIT_VERDICT
+
+def cmd_worker(args) -> int:
+    """Offer this machine to a Dask cluster until Ctrl-C (see executors/cluster.py)."""
+    import subprocess
+    import torch
+    from .executors.cluster import worker_commands
+    from .executors.local import visible_gpus
+    commands = worker_commands(args.address, visible_gpus(),
+                               torch.backends.mps.is_available(), args.name)
+    procs = [subprocess.Popen(argv, env=env) for argv, env in commands]
+    print(f"kforge worker: {len(procs)} Dask worker(s) for {args.address}: "
+          + ", ".join(argv[argv.index("--name") + 1] for argv, _ in commands), file=sys.stderr)
+    try:
+        return max(p.wait() for p in procs)
+    except KeyboardInterrupt:
+        for p in procs:
+            p.terminate()
+        return EXIT_CORRECT
 
 
 def cmd_runs(args) -> int:

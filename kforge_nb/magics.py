@@ -11,7 +11,8 @@
 
 The session is bound to `_kforge` (or `--name`) in the notebook: `_kforge.accept()`, `.edit(text)`,
 `.redirect(text)`, `.skip()`, `.stop()`, `.wait()`, `.best`, `.history`, `.export(path)`.
-Defaults come from traitlets config (`c.KForgeMagics.target = "cpp"`), then from `kforge run`.
+Defaults come from traitlets config (`c.KForgeMagics.target = "cpp"`), then from `kforge run`;
+the flags and the traits are both made from the one schema of options (options.py).
 
 When the cell blocks: with `--mode auto` and no person at the frontend, the cell waits for the
 session to end, so an executed notebook holds the whole run. "No person" is read off the kernel's
@@ -29,44 +30,54 @@ from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
 from traitlets import Bool, Enum, Float, Int, Unicode
-from .cli import positive
 
-SUBCOMMANDS = "last, stop, eval CANDIDATE_VAR_OR_FILE, resume RUN_DIR [FLAGS], config"
-# trait name -> attribute of the `kforge run` namespace it sets
-TRAITS = {"target": "target", "provider": "provider", "model": "model",
-          "analysis_model": "analysis_model", "iterations": "iterations", "samples": "samples",
-          "mode": "mode", "out": "out", "precision": "precision", "timeout": "timeout",
-          "trials": "trials", "hint": "hint", "prompts": "prompts", "patience": "patience"}
+from . import options
+from .options import MAGIC, RUN
+
+SUBCOMMANDS = ("last, stop, eval CANDIDATE_VAR_OR_FILE, resume RUN_DIR [FLAGS], config, "
+               "bench DIR [FLAGS]")
+
+
+# --- traitlets: c.KForgeMagics.NAME for each option of the schema marked trait=True -----------
+CONFIGURABLE = tuple(o for o in options.options(MAGIC) if o.trait)
+
+
+def trait_name(option) -> str:
+    # a --no-X switch is configured the positive way: c.KForgeMagics.compile_baseline = False
+    return option.dest.removeprefix("no_") if option.action == "store_true" else option.dest
+
+
+def trait_value(option, value):
+    """The namespace value that a trait's value stands for."""
+    return not value if option.action == "store_true" else value
+
+
+def make_trait(option):
+    text = option.help_for(MAGIC)
+    if option.action == "store_true":
+        return Bool(True, help=f"False is {option.flag}: {text}").tag(config=True)
+    # None defers to kforge run's default (`%kforge config` shows it); the magic's own options
+    # have no kforge run default, so they default here
+    default = None if RUN in option.commands else option.default_for(MAGIC)
+    if option.action is argparse.BooleanOptionalAction:
+        trait = Bool(default, allow_none=True, help=text)
+    elif option.choices:
+        trait = Enum(option.choices, default, allow_none=default is None, help=text)
+    else:
+        kind = {str: Unicode, int: Int, float: Float}[getattr(option.type, "kind", str)]
+        trait = kind(default, allow_none=default is None, help=text)
+    return trait.tag(config=True)
+
+
+# traitlets reads traits off the class body: a base class holds the generated ones
+ConfigurableMagics = type("ConfigurableMagics", (Magics,),
+                          {trait_name(o): make_trait(o) for o in CONFIGURABLE})
 
 
 @magics_class
-class KForgeMagics(Magics):
-    target = Unicode(None, allow_none=True, help="cpp, triton, cuda, metal or auto").tag(config=True)
-    provider = Unicode(None, allow_none=True, help="anthropic, openai, replay, builtin or auto"
-                       ).tag(config=True)
-    model = Unicode(None, allow_none=True, help="generation model").tag(config=True)
-    analysis_model = Unicode(None, allow_none=True, help="analysis model").tag(config=True)
-    iterations = Int(None, allow_none=True, help="rounds per session").tag(config=True)
-    samples = Int(None, allow_none=True, help="candidates per round").tag(config=True)
-    mode = Enum(["auto", "review"], "auto", help="auto: accept every recommendation; review: "
-                "wait for a decision").tag(config=True)
-    out = Unicode(None, allow_none=True, help="artifacts folder").tag(config=True)
-    precision = Unicode(None, allow_none=True, help="strict, tf32, bf16 or fp16").tag(config=True)
-    timeout = Float(None, allow_none=True, help="seconds a candidate may take").tag(config=True)
-    trials = Int(None, allow_none=True, help="correctness trials").tag(config=True)
-    hint = Unicode(None, allow_none=True, help="added to every generation prompt").tag(config=True)
-    prompts = Unicode(None, allow_none=True, help="folder of Jinja2 templates").tag(config=True)
-    patience = Int(None, allow_none=True, help="rounds without improvement before stopping"
-                   ).tag(config=True)
-    compile_baseline = Bool(True, help="time torch.compile as a baseline (~30 s on a small CPU)"
-                            ).tag(config=True)
-    name = Unicode("_kforge", help="notebook variable the Session is bound to").tag(config=True)
-    block = Bool(None, allow_none=True, help="wait for the session in the cell (None: detect)"
-                 ).tag(config=True)
-
+class KForgeMagics(ConfigurableMagics):
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
         self.session = None          # the last session started here
@@ -74,50 +85,6 @@ class KForgeMagics(Magics):
         self.report = None
         self.sessions: dict[str, object] = {}
 
-    @magic_arguments()
-    @argument("--target", help="cpp, triton, cuda, metal or auto (triton with a CUDA GPU, cpp "
-              "otherwise)")
-    @argument("--provider", help="anthropic, openai, replay, builtin or auto")
-    @argument("--model", help="generation model")
-    @argument("--analysis-model", help="analysis model (default: --model)")
-    @argument("--analysis-provider", help="analysis provider (default: --provider)")
-    @argument("--iterations", type=positive(int), help="rounds (kforge run's default: 8)")
-    @argument("--samples", type=positive(int), help="candidates per round")
-    @argument("--mode", choices=["auto", "review"], help="auto accepts every recommendation; "
-              "review waits for Accept/Edit/Redirect/Skip/Stop")
-    @argument("--hint", help="an instruction added to every generation prompt")
-    @argument("--ban", action="append", metavar="REGEX", help="reject candidates matching REGEX")
-    @argument("--require", action="append", metavar="REGEX", help="reject candidates not "
-              "matching REGEX")
-    @argument("--allow", action="append", metavar="OP", help="allow a torch op in ModelNew.forward")
-    @argument("--aux", action="append", metavar="PATH", help="a file for every generation prompt")
-    @argument("--from", dest="translate_from", metavar="RUN_OR_FILE", help="a verified kernel "
-              "for another target to translate")
-    @argument("--record", metavar="FILE", help="record every model call to FILE")
-    @argument("--replay", metavar="FILE", help="replay a recording instead of calling a model")
-    @argument("--prompts", metavar="DIR", help="Jinja2 templates overriding the built-in ones")
-    @argument("--precision", help="strict (default), tf32, bf16 or fp16")
-    @argument("--trials", type=positive(int), help="correctness trials")
-    @argument("--timeout", type=positive(float), help="seconds a candidate may take")
-    @argument("--wall-time", type=positive(float), help="stop after this many seconds")
-    @argument("--max-tokens", type=positive(int), help="stop once this many tokens are used")
-    @argument("--max-cost", type=positive(float), help="stop once this many USD are spent")
-    @argument("--target-speedup", type=float, help="stop once the best beats eager this much")
-    @argument("--patience", type=int, help="optimisation rounds without improvement")
-    @argument("--no-compile-baseline", action="store_true", default=None,
-              help="skip the torch.compile baseline (~30 s on a small CPU)")
-    @argument("--no-shape-check", action="store_true", default=None,
-              help="skip the extra trial at another batch size")
-    @argument("--out", help="artifacts folder (default kforge-runs)")
-    @argument("--name", help="variable to bind the Session to (default _kforge)")
-    @argument("--resume", metavar="RUN_DIR", help="go on with the run saved in RUN_DIR "
-              "(interrupted by a kernel restart, or ended) from its next iteration")
-    @argument("--inputs", metavar="EXPR", help="forward arguments from the notebook, for a cell "
-              "that defines an nn.Module but no get_inputs()")
-    @argument("--init-inputs", metavar="EXPR", help="constructor arguments from the notebook")
-    @argument("--module", metavar="CLASS", help="which nn.Module class of the cell to optimise")
-    @argument("--block", action=argparse.BooleanOptionalAction, default=None,
-              help="wait in the cell until the session ends (default: only when headless)")
     @line_cell_magic
     def kforge(self, line: str, cell: str | None = None):
         """Generate, judge and improve kernels for the PyTorch module in this cell.
@@ -131,6 +98,10 @@ class KForgeMagics(Magics):
         if cell is None:
             return self._subcommand(line)
         return self._run(line, cell)
+
+    # as IPython's @magic_arguments would: the parser on the function, its help for `%%kforge?`
+    kforge.parser = options.magic_parser(description=kforge.__doc__)
+    kforge.__doc__ = kforge.parser.format_help()
 
     # --- %%kforge -----------------------------------------------------------------------------
     def _run(self, line: str, cell: str):
@@ -189,21 +160,19 @@ class KForgeMagics(Magics):
 
     def _arguments(self, line: str) -> argparse.Namespace:
         """kforge run's defaults, then traitlets config, then this line's flags."""
-        from .session.config import run_defaults
         try:
             # posix splitting: --hint "use vector loads" arrives without its quotes
             given = self.kforge.parser.parse_args(arg_split(line, posix=True))
         except UsageError as err:
             raise UsageError(f"%%kforge: {err}. The flags mirror `kforge run` (see `%%kforge?`); "
                              f"line-magic subcommands are: {SUBCOMMANDS}.") from None
-        args = run_defaults()
-        for trait, attr in TRAITS.items():
-            if getattr(self, trait) is not None:
-                setattr(args, attr, getattr(self, trait))
-        args.no_compile_baseline = not self.compile_baseline
-        args.name, args.block = self.name, self.block
+        args = options.defaults(MAGIC)
+        for option in CONFIGURABLE:
+            value = getattr(self, trait_name(option))
+            if value is not None:
+                setattr(args, option.dest, trait_value(option, value))
         for key, value in vars(given).items():
-            if value is not None or not hasattr(args, key):
+            if value is not None:
                 setattr(args, key, value)
         if not args.name.isidentifier():
             raise UsageError(f"%%kforge: --name {args.name!r} is not a Python identifier")
@@ -252,7 +221,8 @@ class KForgeMagics(Magics):
     def _subcommand(self, line: str):
         command, _, rest = line.strip().partition(" ")
         handler = {"last": self._last, "stop": self._stop, "eval": self._eval,
-                   "config": self._config, "resume": self._resume}.get(command)
+                   "config": self._config, "resume": self._resume,
+                   "bench": self._bench}.get(command)
         if handler is None:
             raise UsageError(f"%kforge: unknown subcommand {command!r}; use one of: "
                              f"{SUBCOMMANDS}. To start a session, use the cell magic %%kforge "
@@ -278,6 +248,41 @@ class KForgeMagics(Magics):
         if not rest:
             raise UsageError("%kforge resume: name a run folder (`kforge runs` lists them)")
         return self._run(f"--resume {rest}", "")
+
+    def _bench(self, rest: str):
+        """`%kforge bench DIR [kforge bench's flags]`: the suite with a progress widget, then
+        its table and a speedup plot; bound to `_kforge_bench` (.wait(), .stop(), .report()).
+        It blocks the cell when headless, as %%kforge does."""
+        from .bench.config import bench_from_args
+        from .executors import ExecutorError
+        from .options import bench_parser
+        try:
+            args = bench_parser("%kforge bench").parse_args(arg_split(rest, posix=True))
+            bench = bench_from_args(args)
+        except (UsageError, ValueError, FileNotFoundError, ExecutorError) as err:
+            raise UsageError(f"%kforge bench: {err}") from None
+        if in_kernel(self.shell):
+            from .ui.bench_views import NotebookView
+            view = NotebookView(live=interactive_frontend(self.shell))
+            view.show()
+        else:
+            from .ui.bench_views import TerminalBar
+            view = TerminalBar(sys.stdout)
+        self.shell.user_ns["_kforge_bench"] = bench.start(view)
+        if self._should_block(argparse.Namespace(block=None, mode="auto")):
+            try:
+                bench.wait()
+            except KeyboardInterrupt:
+                bench.stop()
+                print("kforge: interrupted; stopping the bench after the evaluations under way "
+                      "(finished problems are saved)", file=sys.stderr)
+                bench.wait()
+            if not in_kernel(self.shell):
+                from .bench.report import table
+                print(table(bench.rows()))
+            if bench.error:
+                print(f"kforge: {bench.error}", file=sys.stderr)
+        return None
 
     def _stop(self, _rest: str) -> None:
         session = self._need_session("stop")
@@ -309,12 +314,12 @@ class KForgeMagics(Magics):
         return next((n for n, s in self.sessions.items() if s is session), self.name)
 
     def _config(self, _rest: str) -> None:
-        from .session.config import run_defaults
-        defaults = vars(run_defaults())
+        defaults = vars(options.defaults(RUN))
         rows = []
-        for trait in [*TRAITS, "compile_baseline", "name", "block"]:
+        for option in CONFIGURABLE:
+            trait = trait_name(option)
             value = getattr(self, trait)
-            default = defaults.get(TRAITS.get(trait, ""), "detect" if trait == "block" else "")
+            default = defaults.get(option.dest, "detect")    # only --block: no run default
             rows.append(f"  c.KForgeMagics.{trait:<16} = {value!r:<14}"
                         + (f"  (None: kforge run's default, {default!r})" if value is None else ""))
         print("kforge magic configuration (set in ipython_config.py or with %config "

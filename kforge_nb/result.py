@@ -90,6 +90,8 @@ class Result:
     sandbox: dict = field(default_factory=dict)
     # peak resident host memory of the two workers, and the problem's own input bytes
     resources: dict = field(default_factory=dict)
+    # where it was judged: "" in this process, else the worker (local process or Dask worker)
+    worker: str = ""
 
     def __post_init__(self):
         if self.state not in STATES:

@@ -210,7 +210,8 @@ def test_without_anywidget_there_is_no_live_view_and_the_report_still_is(api, kf
     monkeypatch.delitem(sys.modules, "kforge_nb.ui.widget", raising=False)
     assert widget_of(session) is None
     assert "pip install 'kforge-nb[notebook]'" in capsys.readouterr().err
-    assert set(session._repr_mimebundle_()) == {MIME, "text/html", "text/plain"}
+    from kforge_nb.ui.report import bundle, run_record
+    assert set(bundle(run_record(session))) == {MIME, "text/html", "text/plain"}
 
 
 def test_history_and_best_print_one_short_line_per_attempt(api, kforge):

@@ -26,7 +26,6 @@ import os
 import random
 import re
 import statistics
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,11 +40,10 @@ from ..runtime.native import cache_dir
 from ..targets import Target, get_target
 from ..guardrails import Guardrails
 from . import sandbox
+from .device_lock import timing_lock
 from .process import Worker, WorkerFailure, default_memory_limit
 
 SUSPICIOUS_SPEEDUP = 10.0
-# One evaluation at a time may time or profile on a device: concurrent timing lies.
-DEVICE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -270,7 +268,7 @@ class Evaluation:
         result = self.trials(made["weights"])
         self.lap("trials")
         if result.state == CORRECT and self.options.measure:
-            with DEVICE_LOCK:
+            with timing_lock(self.device):
                 try:
                     self.measure(result)
                 except CandidateFailed as failed:     # e.g. out of memory while timed

@@ -1,6 +1,6 @@
 """One way from parsed options to a Session, shared by `kforge run` and the `%%kforge` magic.
 
-`run_defaults()` is the `kforge run` parser's own defaults (one place for each default);
+`run_defaults()` is `kforge run`'s defaults, from the one schema of options (kforge_nb/options.py);
 `session_from_args(problem, args)` builds the Session from any namespace carrying the same
 attribute names (`target`, `provider`, `iterations`, `no_compile_baseline`, ...).
 """
@@ -8,33 +8,38 @@ from __future__ import annotations
 
 import argparse
 
+from ..options import RUN, defaults
 from ..problem import Problem
 from .core import Budget, Session
 
 
 def run_defaults() -> argparse.Namespace:
     """Every `kforge run` option at its default value."""
-    from ..cli import build_parser
-    args = build_parser().parse_args(["run", "<cell>"])
-    for name in ("command", "func", "reference"):
-        delattr(args, name)
-    return args
+    return defaults(RUN)
 
 
 def session_from_args(problem: Problem, args, policy=None) -> Session:
     """The Session `kforge run` would build for these options (plus `mode` where given)."""
-    from ..agents import AgentConfig
     return Session(
-        problem, args.target,
-        agents=AgentConfig(provider=args.provider, model=args.model,
-                           analysis_provider=args.analysis_provider,
-                           analysis_model=args.analysis_model, record=args.record,
-                           replay=args.replay, prompts_dir=args.prompts, hint=args.hint),
-        budget=Budget(iterations=args.iterations, samples=args.samples, wall_s=args.wall_time,
-                      tokens=args.max_tokens, cost_usd=args.max_cost,
-                      target_speedup=args.target_speedup, patience=args.patience),
+        problem, args.target, agents=agents_from_args(args), budget=budget_from_args(args),
         options=eval_options(args), mode=getattr(args, "mode", None) or "auto", aux=args.aux,
         translate_from=args.translate_from, out=args.out, policy=policy)
+
+
+def agents_from_args(args):
+    """AgentConfig from the agent flags (`kforge bench` has no recording flags: None there)."""
+    from ..agents import AgentConfig
+    return AgentConfig(provider=args.provider, model=args.model,
+                       analysis_provider=args.analysis_provider,
+                       analysis_model=args.analysis_model, record=getattr(args, "record", None),
+                       replay=getattr(args, "replay", None), prompts_dir=args.prompts,
+                       hint=args.hint)
+
+
+def budget_from_args(args) -> Budget:
+    return Budget(iterations=args.iterations, samples=args.samples, wall_s=args.wall_time,
+                  tokens=args.max_tokens, cost_usd=args.max_cost,
+                  target_speedup=args.target_speedup, patience=args.patience)
 
 
 # `kforge run` flags that may raise a resumed run's budget -> Budget fields
@@ -53,7 +58,7 @@ def resume_from_args(args, policy=None, mode: str | None = None) -> Session:
 
 
 def eval_options(args):
-    """EvalOptions from the evaluation flags every command shares (see cli.add_eval_options)."""
+    """EvalOptions from the evaluation flags every command shares (see options.JUDGING)."""
     from ..evaluator import EvalOptions
     from ..guardrails import Guardrails
     return EvalOptions(

@@ -25,7 +25,8 @@ from .. import artifacts
 from ..agents import AgentConfig, make_agents
 from ..agents.base import AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage
 from ..agents.feedback import profile_summary, why_slower_than_eager
-from ..evaluator import EvalOptions, evaluate
+from ..evaluator import EvalOptions
+from ..executors import Executor, ExecutorError, InProcess
 from ..problem import Problem, ProblemError
 from ..providers import ProviderError
 from ..result import CORRECT, GENERATION_FAILURE, Result
@@ -45,13 +46,14 @@ class Session:
                  mode: str = "auto", aux: list[str] | None = None,
                  translate_from: str | None = None, out: str | Path = "kforge-runs",
                  policy=None, folder: str | Path | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, executor: Executor | None = None):
         if mode not in ("auto", "review"):
             raise ValueError(f"mode must be 'auto' or 'review', not {mode!r}")
         self.problem, self.target = problem, get_target(target)
         self.agents_config = agents or AgentConfig()
         self.budget = budget or Budget()
         self.options = options or EvalOptions()
+        self.executor = executor or InProcess()      # where candidates are judged
         self.mode = mode
         self.policy = policy or (QueuePolicy() if mode == "review" else AutoPolicy())
         self.aux_specs = list(aux or [])
@@ -167,11 +169,6 @@ class Session:
         from ..export import export
         return export(self, path, attempt)
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        """`_kforge` alone in a notebook cell shows the run report (see kforge_nb/ui/report.py)."""
-        from ..ui.report import bundle, run_record
-        return bundle(run_record(self))
-
     def summary(self) -> dict:
         best = self.best
         t = best.result.timing if best else None
@@ -229,6 +226,10 @@ class Session:
         except (ProblemError, FileNotFoundError) as err:
             self.error = str(err)
             self.finish_reason = f"bad input: {err}"
+            self._emit("notice", 0, text=str(err))
+        except ExecutorError as err:      # the engine, not the problem or the candidate
+            self.error = str(err)
+            self.finish_reason = f"engine error: {err}"
             self._emit("notice", 0, text=str(err))
         except KeyboardInterrupt:     # Ctrl-C in `kforge run`: saved as interrupted, resumable
             self.finish_reason = "interrupted (Ctrl-C)"
@@ -410,7 +411,7 @@ class Session:
         if generation is not None and generation.kept_ops:
             options = _with_allowed(options, generation.kept_ops)
         folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
-        result = evaluate(self.problem, code, self.target, options, folder=folder)
+        result = self.executor.evaluate(self.problem, code, self.target, options, folder)
         attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                           decision)
         self._record(attempt)

@@ -201,6 +201,14 @@ def bundle(record: dict) -> dict:
             "text/plain": fallback.to_text(record)}
 
 
+def register_display(ipython) -> None:
+    """Show a Session as its report wherever IPython displays it (the session layer knows
+    nothing of views: this is how `_kforge` alone in a cell gets one)."""
+    from ..session import Session
+    ipython.display_formatter.mimebundle_formatter.for_type(
+        Session, lambda session, include=None, exclude=None: bundle(run_record(session)))
+
+
 class ReportView:
     """The cell's outputs: the live widget (at a frontend), then the bundle, shown once and
     updated in place (display_id) as the session goes on. When the session ends, the cell is

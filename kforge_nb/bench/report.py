@@ -1,0 +1,145 @@
+"""A bench's rows and what they add up to: correctness rate, fast_p, geometric means.
+
+`fast_p` is KernelBench's measure: the fraction of ALL problems whose best candidate is correct
+and more than p times faster than eager PyTorch (fast_0 is the correctness rate). Timings that
+are not performance figures (Triton's CPU interpreter) count for fast_0 only, and the table
+says so. Geometric means are over correct rows with real timings.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+from dataclasses import dataclass
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+
+
+@dataclass
+class Row:
+    id: str                            # level1/19_ReLU
+    state: str                         # a Result state, or bad_problem / no_candidate / error
+    candidate_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    eager_fraction_of_sol: float | None = None
+    fraction_of_sol: float | None = None
+    real: bool | None = None           # False: not a performance figure (interpreter)
+    iterations: int = 0
+    seconds: float = 0.0
+    worker: str = ""
+    folder: str = ""                   # the run or evaluation folder
+    note: str = ""
+
+    @property
+    def problem(self) -> str:
+        return self.id
+
+    @property
+    def correct(self) -> bool:
+        return self.state == "correct"
+
+
+def row_from_dict(data: dict) -> Row:
+    known = {f.name for f in dataclasses.fields(Row)}
+    return Row(**{k: v for k, v in data.items() if k in known})
+
+
+def row_from_result(id: str, result, seconds: float, iterations: int = 1, note: str = "") -> Row:
+    t, r = result.timing, result.roofline
+    if result.state != "correct":
+        return Row(id, result.state, iterations=iterations, seconds=seconds,
+                   worker=result.worker, folder=result.artifacts or "",
+                   note=(note or result.message)[:200])
+    eager_sol = (r.speed_of_light_ms / t.eager_ms) if (r.speed_of_light_ms and t.eager_ms
+                                                       and t.real) else None
+    return Row(id, result.state, t.candidate_ms, t.eager_ms, t.compile_ms, t.speedup_vs_eager,
+               t.speedup_vs_compile, eager_sol, r.fraction_of_sol, t.real, iterations,
+               seconds, result.worker, result.artifacts or "", note[:200])
+
+
+def geomean(values: list[float | None]) -> float | None:
+    values = [v for v in values if v]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def fast_p(rows: list[Row], p: float, baseline: str = "eager") -> float | None:
+    """KernelBench's fast_p over all rows; None when p > 0 and no timing is real."""
+    if not rows:
+        return None
+    if p > 0 and not any(r.correct and r.real for r in rows):
+        return None
+    speed = f"speedup_vs_{baseline}"
+    fast = [r for r in rows if r.correct and
+            (p == 0 or (r.real and (getattr(r, speed) or 0) > p))]
+    return len(fast) / len(rows)
+
+
+def summary(rows: list[Row]) -> dict:
+    correct = [r for r in rows if r.correct]
+    timed = [r for r in correct if r.real]
+    return {
+        "problems": len(rows), "correct": len(correct),
+        "correct_rate": len(correct) / len(rows) if rows else None,
+        "fast_p": {str(p): fast_p(rows, p) for p in FAST_P},
+        "fast_p_vs_compile": {str(p): fast_p(rows, p, "compile") for p in FAST_P},
+        "geomean_speedup_vs_eager": geomean([r.speedup_vs_eager for r in timed]),
+        "geomean_speedup_vs_compile": geomean([r.speedup_vs_compile for r in timed]),
+        "geomean_fraction_of_sol": geomean([r.fraction_of_sol for r in timed]),
+        "timings_real": all(r.real for r in correct) if correct else None,
+    }
+
+
+def f(value, spec: str) -> str:
+    return format(value, spec) if value is not None else "-"
+
+
+def table(rows: list[Row]) -> str:
+    head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>8} "
+            f"{'x compile':>9} {'SoL eager':>9} {'SoL':>6}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r.id[-30:]:30} {r.state:16} {f(r.candidate_ms, '9.4f')} "
+                     f"{f(r.eager_ms, '9.4f')} {f(r.speedup_vs_eager, '8.2f')} "
+                     f"{f(r.speedup_vs_compile, '9.2f')} {f(r.eager_fraction_of_sol, '9.1%')} "
+                     f"{f(r.fraction_of_sol, '6.1%')}")
+    lines += ["-" * len(head), *totals(rows)]
+    return "\n".join(lines)
+
+
+def totals(rows: list[Row]) -> list[str]:
+    s = summary(rows)
+    lines = [f"correct {s['correct']}/{s['problems']}"
+             + (f" ({s['correct_rate']:.0%})" if rows else "")
+             + f"; geomean speedup vs eager {f(s['geomean_speedup_vs_eager'], '.2f')}x, "
+             f"vs torch.compile {f(s['geomean_speedup_vs_compile'], '.2f')}x, fraction of "
+             f"speed of light {f(s['geomean_fraction_of_sol'], '.1%')}",
+             "fast_p vs eager:         " + fast_line(s["fast_p"]),
+             "fast_p vs torch.compile: " + fast_line(s["fast_p_vs_compile"])]
+    correct = [r for r in rows if r.correct and r.real]
+    if correct:
+        worst = min(correct, key=lambda r: r.speedup_vs_eager or math.inf)
+        slowest = min(correct, key=lambda r: r.speedup_vs_compile or math.inf)
+        lines.append(f"worst vs eager: {worst.id} {f(worst.speedup_vs_eager, '.2f')}x; "
+                     f"worst vs torch.compile: {slowest.id} "
+                     f"{f(slowest.speedup_vs_compile, '.2f')}x")
+    if any(r.real is False for r in rows):
+        lines.append("NOTE: some timings are not performance figures (Triton interpreter): "
+                     "they count for correctness (fast_0) only")
+    return lines
+
+
+def fast_line(values: dict) -> str:
+    return "  ".join(f"fast_{float(p):g} {f(v, '.0%')}" for p, v in values.items())
+
+
+def to_csv(rows: list[Row]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, [fl.name for fl in dataclasses.fields(Row)])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(dataclasses.asdict(row))
+    return out.getvalue()

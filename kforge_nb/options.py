@@ -1,0 +1,233 @@
+"""The options of `kforge eval | run | bench` and of the `%%kforge` magic, written once.
+
+OPTIONS is the schema: one record per flag, naming the commands that take it. Everything else
+is made from it: the argparse flags of the CLI (`add_options`), the magic's parsers
+(`magic_parser`, `bench_parser`), its traitlets (magics.py, from the records with trait=True)
+and `defaults(command)`, the defaults the library reads without parsing a command line.
+
+Nothing heavy is imported here: `kforge --help` and `%load_ext kforge_nb` need no torch.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+EVAL, RUN, BENCH, MAGIC = "eval", "run", "bench", "magic"    # MAGIC: the %%kforge cell magic
+COMMANDS = (EVAL, RUN, BENCH, MAGIC)
+
+JUDGING = frozenset(COMMANDS)               # how candidates are evaluated: every command
+AGENT = frozenset({RUN, BENCH, MAGIC})      # the agent loop and its budget
+SESSION = frozenset({RUN, MAGIC})           # one problem's session, its recordings and resume
+
+# the evaluator's precision policies (evaluator/correctness.py POLICIES, kept equal by
+# tests/test_options.py), named here so that parsing a command line needs no torch
+PRECISIONS = ("strict", "tf32", "bf16", "fp16")
+
+
+def positive(kind):
+    """An argparse type: a number above zero, said plainly when it is not (exit 2)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    parse.kind = kind                       # the value's type, for the magic's traitlets
+    return parse
+
+
+def at_least_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+at_least_zero.kind = int
+
+
+@dataclass(frozen=True)
+class Option:
+    """One flag. `help` may say "{default}": each command's own default fills it in."""
+    flag: str
+    help: str
+    commands: frozenset[str]
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    action: str | type[argparse.Action] | None = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    dest: str = ""                                  # "": the flag's name, --wall-time -> wall_time
+    command_defaults: Mapping[str, Any] = field(default_factory=dict, hash=False)  # {BENCH: 3}
+    trait: bool = False                             # configurable as c.KForgeMagics.NAME
+
+    def __post_init__(self):
+        if not self.dest:
+            object.__setattr__(self, "dest", self.flag.lstrip("-").replace("-", "_"))
+
+    def default_for(self, command: str) -> Any:
+        if self.action == "store_true":
+            return False
+        if self.action == "append":
+            return []                       # a fresh list for every parser and every caller
+        return self.command_defaults.get(command, self.default)
+
+    def help_for(self, command: str) -> str:
+        return self.help.format(default=self.default_for(command))
+
+    def add_to(self, parser: argparse.ArgumentParser, command: str) -> None:
+        # the magic's flags default to None: what its line leaves out comes from traitlets
+        # config, then from defaults(MAGIC) (see KForgeMagics._arguments)
+        default = None if command == MAGIC else self.default_for(command)
+        given = dict(type=self.type, action=self.action, choices=self.choices,
+                     metavar=self.metavar)
+        parser.add_argument(self.flag, dest=self.dest, default=default,
+                            help=self.help_for(command),
+                            **{key: value for key, value in given.items() if value is not None})
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--resume", "go on with the run saved in RUN_DIR (interrupted, or ended): its problem "
+           "and options, from its next iteration; --iterations, --wall-time, --max-tokens, "
+           "--max-cost, --patience raise its budget", SESSION, metavar="RUN_DIR"),
+    Option("--provider", "anthropic, openai, replay, builtin or auto (default {default}; auto: "
+           "anthropic with ANTHROPIC_API_KEY, builtin otherwise)", AGENT, default="auto",
+           command_defaults={BENCH: "builtin"}, trait=True),
+    Option("--model", "generation model (default: the provider's)", AGENT, trait=True),
+    Option("--analysis-model", "analysis model (default: --model)", AGENT, trait=True),
+    Option("--analysis-provider", "analysis provider (default: --provider)", AGENT),
+    Option("--iterations", "rounds (default {default})", AGENT, type=positive(int), default=8,
+           command_defaults={BENCH: 3}, trait=True),
+    Option("--samples", "candidates per round, evaluated concurrently; the best is kept "
+           "(default {default})", AGENT, type=positive(int), default=1, trait=True),
+    Option("--from", "a verified kernel (file, or run folder) for another target to translate",
+           SESSION, dest="translate_from", metavar="RUN_OR_FILE"),
+    Option("--review", "ask on the terminal before applying each recommendation",
+           frozenset({RUN}), action="store_true"),
+    Option("--record", "record every model call to FILE (JSONL)", SESSION, metavar="FILE"),
+    Option("--replay", "replay a recording instead of calling a model", SESSION, metavar="FILE"),
+    Option("--aux", "a file to include in generation prompts: PATH for every iteration, PATH@0,2 "
+           "for iterations 0 and 2 (repeatable)", SESSION, action="append", metavar="PATH"),
+    Option("--hint", "an instruction added to every generation prompt", AGENT, default="",
+           trait=True),
+    Option("--prompts", "folder of Jinja2 templates overriding the built-in ones (generate.j2, "
+           "generate.iter3.j2, analyse.j2, ...)", AGENT, metavar="DIR", trait=True),
+    Option("--wall-time", "stop after this many seconds", AGENT, type=positive(float)),
+    Option("--max-tokens", "stop once this many tokens are used", AGENT, type=positive(int)),
+    Option("--max-cost", "stop once this many USD are spent", AGENT, type=positive(float)),
+    Option("--target-speedup", "stop once the best is this much faster than eager", AGENT,
+           type=positive(float)),
+    Option("--patience", "stop after this many optimisation rounds without improvement "
+           "(default {default})", AGENT, type=at_least_zero, default=3, trait=True),
+
+    # the bench's own
+    Option("--candidates", "evaluate the candidates in DIR (same relative paths/names as the "
+           "problems) instead of running the agent", frozenset({BENCH}), metavar="DIR"),
+    Option("--workers", "evaluation worker processes; one GPU each when several are present "
+           "(default {default})", frozenset({BENCH}), type=positive(int), default=1,
+           metavar="N"),
+    Option("--cluster", "a Dask scheduler, tcp://HOST:PORT: candidates are evaluated on its "
+           "workers", frozenset({BENCH}), metavar="ADDRESS"),
+    Option("--restart", "start the bench over instead of resuming its results",
+           frozenset({BENCH}), action="store_true"),
+
+    # --json says something else per command
+    Option("--json", "print one JSON object (the Result)", frozenset({EVAL}), action="store_true"),
+    Option("--json", "print a JSON summary at the end", frozenset({RUN}), action="store_true"),
+    Option("--json", "print the rows as JSON", frozenset({BENCH}), action="store_true"),
+
+    # how candidates are judged
+    Option("--target", "cpp, triton, cuda, metal or auto (triton with a CUDA GPU, cpp otherwise)",
+           JUDGING, default="auto", trait=True),
+    Option("--trials", "correctness trials, each with fresh random inputs (default {default})",
+           JUDGING, type=positive(int), default=5, trait=True),
+    Option("--timeout", "seconds a candidate may take (default {default:g})", JUDGING,
+           type=positive(float), default=180.0, trait=True),
+    Option("--out", "artifacts folder (default {default})", JUDGING, default="kforge-runs",
+           trait=True),
+    Option("--precision", "precision policy: strict fp32 by default; tf32/bf16/fp16 loosen "
+           "tolerances and allow casts", JUDGING, choices=PRECISIONS, default="strict",
+           trait=True),
+    Option("--ban", "reject candidates whose source matches REGEX (repeatable)", JUDGING,
+           action="append", metavar="REGEX"),
+    Option("--require", "reject candidates whose source does not match REGEX (repeatable)",
+           JUDGING, action="append", metavar="REGEX"),
+    Option("--allow", "allow a torch op in ModelNew.forward, e.g. conv2d (repeatable); '*' allows "
+           "any and requires no kernel of the candidate's own (baselines, sweeps)", JUDGING,
+           action="append", metavar="OP"),
+    Option("--no-sandbox", "run candidates with your environment, network and files (the verdict "
+           "says so): for kernels that need something the sandbox denies", JUDGING,
+           action="store_true"),
+    # a trait as compile_baseline = False (see magics.py)
+    Option("--no-compile-baseline", "skip timing torch.compile (its first compile takes ~30 s on "
+           "a small CPU)", JUDGING, action="store_true", trait=True),
+    Option("--no-shape-check", "skip the extra trial at another batch size", JUDGING,
+           action="store_true"),
+
+    # the magic's own
+    Option("--mode", "auto accepts every recommendation; review waits for "
+           "Accept/Edit/Redirect/Skip/Stop (default {default})", frozenset({MAGIC}),
+           choices=("auto", "review"), default="auto", trait=True),
+    Option("--name", "variable to bind the Session to (default {default})", frozenset({MAGIC}),
+           default="_kforge", trait=True),
+    Option("--inputs", "forward arguments from the notebook, for a cell that defines an "
+           "nn.Module but no get_inputs()", frozenset({MAGIC}), metavar="EXPR"),
+    Option("--init-inputs", "constructor arguments from the notebook", frozenset({MAGIC}),
+           metavar="EXPR"),
+    Option("--module", "which nn.Module class of the cell to optimise", frozenset({MAGIC}),
+           metavar="CLASS"),
+    Option("--block", "wait in the cell until the session ends (default: only when headless)",
+           frozenset({MAGIC}), action=argparse.BooleanOptionalAction, trait=True),
+)
+
+
+def options(command: str) -> tuple[Option, ...]:
+    """The records of `command`, in the order its --help lists them."""
+    if command not in COMMANDS:
+        raise ValueError(f"unknown command {command!r}; one of {', '.join(COMMANDS)}")
+    return tuple(o for o in OPTIONS if command in o.commands)
+
+
+def add_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """Add the flags of `command` (eval, run, bench or magic) to `parser`."""
+    for option in options(command):
+        option.add_to(parser, command)
+
+
+def defaults(command: str) -> argparse.Namespace:
+    """Every option of `command` at its default: what a line without flags parses to (for the
+    magic, what its line's None values fall back to)."""
+    return argparse.Namespace(**{o.dest: o.default_for(command) for o in options(command)})
+
+
+BENCH_SUMMARY = "run a session per problem of a suite; print a table"
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """`kforge bench` and `%kforge bench`: the problems, then the bench's flags."""
+    parser.add_argument("problems", nargs="+", help="problem files or folders of them")
+    add_options(parser, BENCH)
+
+
+def magic_parser(description: str | None = None) -> argparse.ArgumentParser:
+    """`%%kforge [flags]`: a bad line raises IPython's UsageError instead of exiting."""
+    from IPython.core.magic_arguments import MagicArgumentParser
+    parser = MagicArgumentParser(prog="kforge", description=description)
+    add_options(parser, MAGIC)
+    return parser
+
+
+def bench_parser(prog: str = "kforge bench") -> argparse.ArgumentParser:
+    """`%kforge bench DIR [flags]`: `kforge bench`'s arguments and defaults; a bad line raises
+    IPython's UsageError instead of exiting."""
+    from IPython.core.magic_arguments import MagicArgumentParser
+    parser = MagicArgumentParser(prog=prog, description=BENCH_SUMMARY)
+    add_bench_arguments(parser)
+    return parser
