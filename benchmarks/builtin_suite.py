@@ -7,8 +7,9 @@
 `--draw N --seed S` adds N problems from benchmarks/random_problems.py (written under the
 output folder) and prints their table beside the fixed suite's: pick a seed nobody tuned on.
 
-The same loop as `kforge bench` (kforge_nb/bench.py); this script adds a level filter and
-writes each row as soon as it is measured, so a run cut short still leaves its rows.
+The same Bench as `kforge bench` (kforge_nb/bench/); this script adds a level filter, the
+random draw, and a table per part. Each part's rows are kept in its own bench folder under
+--out (results.jsonl, results.csv, results.json), so a run cut short resumes where it stopped.
 Set KFORGE_SIZE=gpu for the realistic sizes.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from kforge_nb.agents import AgentConfig  # noqa: E402
-from kforge_nb.bench import problem_files, run_suite, table  # noqa: E402
+from kforge_nb.bench import Bench, Entry, Progress, Store, table  # noqa: E402
+from kforge_nb.bench.suite import entries  # noqa: E402
 from kforge_nb.evaluator import EvalOptions  # noqa: E402
 from kforge_nb.guardrails import Guardrails  # noqa: E402
 from kforge_nb.session import Budget  # noqa: E402
@@ -51,7 +53,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--no-compile-baseline", action="store_true")
-    parser.add_argument("--jsonl")
+    parser.add_argument("--jsonl", help="also append each row here, as it is measured")
     parser.add_argument("--out", default="kforge-runs/bench")
     parser.add_argument("--draw", type=int, default=0, help="add N random problems")
     parser.add_argument("--seed", type=int, help="seed of the random draw")
@@ -61,34 +63,45 @@ def main() -> None:
     if args.draw and args.seed is None:
         parser.error("--draw needs --seed (pick one nobody tuned on)")
 
-    files = [] if args.no_fixed else [
-        f for f in problem_files(args.problems)
-        if (args.level is None or level_of(f) == args.level)
-        and (args.only is None or re.search(args.only, f.stem))]
-    drawn = write_draw(Path(args.out) / f"draw-{args.seed}-{args.scale}", args.seed,
-                       args.draw, args.scale) if args.draw else []
+    fixed = [] if args.no_fixed else [
+        e for e in entries(args.problems)
+        if (args.level is None or level_of(e.path) == args.level)
+        and (args.only is None or re.search(args.only, e.path.stem))]
+    drawn = [Entry(p.stem, p) for p in write_draw(
+        Path(args.out) / f"draw-{args.seed}-{args.scale}", args.seed, args.draw, args.scale)] \
+        if args.draw else []
     options = EvalOptions(trials=args.trials, precision=args.precision,
                           guardrails=Guardrails(precision=args.precision),
                           baselines=("eager",) if args.no_compile_baseline else
                           ("eager", "compile"))
+    settings = {"target": args.target, "precision": args.precision,
+                "iterations": args.iterations, "trials": args.trials,
+                "compile_baseline": not args.no_compile_baseline}
 
-    def write(row) -> None:
-        print(f"{row.problem}: {row.state} x{row.speedup_vs_eager or 0:.2f} eager, "
-              f"x{row.speedup_vs_compile or 0:.2f} compile ({row.seconds:.0f} s)",
-              file=sys.stderr, flush=True)
-        if args.jsonl:
-            with open(args.jsonl, "a") as f:
-                f.write(json.dumps({**dataclasses.asdict(row), "precision": args.precision})
-                        + "\n")
-    rows = run_suite(files + drawn, args.target, AgentConfig(provider="builtin"),
-                     Budget(iterations=args.iterations, patience=2), options, args.out, write)
+    class Rows(Progress):
+        """A line per finished problem on stderr (and in --jsonl)."""
+        def finished_row(self, row):
+            print(f"{row.id}: {row.state} x{row.speedup_vs_eager or 0:.2f} eager, "
+                  f"x{row.speedup_vs_compile or 0:.2f} compile ({row.seconds:.0f} s)",
+                  file=sys.stderr, flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as f:
+                    f.write(json.dumps({**dataclasses.asdict(row), "precision": args.precision})
+                            + "\n")
+
+    def run(part: str, suite: list) -> list:
+        store = Store(Path(args.out) / part, {**settings, "part": part})
+        return Bench(suite, args.target, store, agents=AgentConfig(provider="builtin"),
+                     budget=Budget(iterations=args.iterations, patience=2),
+                     options=options).run(Rows())
+
     print(f"\nprecision policy: {args.precision}")
-    fixed, random_rows = rows[:len(files)], rows[len(files):]
     if fixed:
-        print(f"\nfixed suite ({len(fixed)} problems)\n" + table(fixed))
-    if random_rows:
+        print(f"\nfixed suite ({len(fixed)} problems)\n" + table(run("fixed", fixed)))
+    if drawn:
+        rows = run(f"draw-{args.seed}-{args.scale}-bench", drawn)
         print(f"\nrandom draw: seed {args.seed}, {args.draw} problems, {args.scale} scale\n"
-              + table(random_rows))
+              + table(rows))
 
 
 if __name__ == "__main__":

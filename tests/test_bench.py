@@ -9,6 +9,7 @@ import pytest
 
 from kforge_nb.bench import Row, entries, fast_p, summary
 from tests.support.bench_suite import EXPECTED, write_suite
+from tests.support.evaluator import REPO
 
 FAST = ["--target", "cpp", "--no-compile-baseline", "--trials", "1", "--no-shape-check"]
 
@@ -241,3 +242,21 @@ def test_kforge_bench_line_magic_in_a_shell_and_in_a_headless_notebook(suite, tm
     assert "widget-view+json" not in nbformat.writes(nb)
     assert nb.cells[2].outputs[0].text.strip() == \
         "['correct', 'correct', 'mismatch', 'no_candidate']"
+
+
+def test_the_builtin_agent_over_a_suite_with_two_local_workers(kforge_cli, tmp_path):
+    """Agent mode: a session per problem, two problems at once, each judged by a worker."""
+    problems = tmp_path / "suite"
+    problems.mkdir()
+    for name in ("relu", "softmax"):
+        (problems / f"{name}.py").write_text(
+            (REPO / "benchmarks" / "problems" / f"{name}.py").read_text())
+    report, run = bench(kforge_cli, str(problems), *FAST, "--iterations", "1", "--workers",
+                        "2", "--out", "out")
+    assert states(report) == {"relu": "correct", "softmax": "correct"}
+    assert "agent (builtin)" in run.stderr and "2 local worker processes" in run.stderr
+    for row in report["rows"]:
+        run_folder = tmp_path / row["folder"]
+        assert (run_folder / "run.json").is_file() and row["iterations"] == 1
+        assert row["worker"].startswith("local-")
+    assert report["summary"]["fast_p_vs_compile"]["1.0"] is None    # compile was not timed

@@ -154,3 +154,22 @@ def test_an_unreachable_scheduler_is_a_clear_error(kforge_cli, tmp_path):
                      "--cluster", "tcp://127.0.0.1:9")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in run.stderr
+
+
+def test_kforge_worker_offers_this_machine_to_a_cluster(cluster, tmp_path):
+    """`kforge worker ADDRESS` starts Dask workers that advertise what this machine has (on
+    a machine without a GPU or MPS: one CPU worker, no resources) and judges candidates."""
+    from kforge_nb.executors.cluster import DaskCluster, worker_commands
+    assert [argv[argv.index("--resources") + 1] for argv, _ in
+            worker_commands("tcp://h:1", ["0", "1"], False)] == ["GPU=1", "GPU=1"]
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in
+            worker_commands("tcp://h:1", ["0", "1"], False)] == ["0", "1"]
+    assert "MPS=1" in worker_commands("tcp://h:1", [], True)[0][0]
+    cluster.start("kforge-worker", [f"{BIN}/kforge", "worker", cluster.address,
+                                    "--name", "here"])
+    executor = DaskCluster(cluster.address)
+    workers = workers_up(executor.client, 1) and executor.workers()
+    assert [w["name"] for w in workers.values()] == ["here-cpu"]
+    assert all(not w.get("resources") for w in workers.values())
+    assert "1 workers" in executor.describe()
+    executor.close()

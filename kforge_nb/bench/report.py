@@ -67,12 +67,13 @@ def geomean(values: list[float | None]) -> float | None:
 
 
 def fast_p(rows: list[Row], p: float, baseline: str = "eager") -> float | None:
-    """KernelBench's fast_p over all rows; None when p > 0 and no timing is real."""
+    """KernelBench's fast_p over all rows; None when p > 0 and no timing against that baseline
+    is real (the interpreter, or torch.compile not timed)."""
+    speed = f"speedup_vs_{baseline}"
     if not rows:
         return None
-    if p > 0 and not any(r.correct and r.real for r in rows):
+    if p > 0 and not any(r.correct and r.real and getattr(r, speed) for r in rows):
         return None
-    speed = f"speedup_vs_{baseline}"
     fast = [r for r in rows if r.correct and
             (p == 0 or (r.real and (getattr(r, speed) or 0) > p))]
     return len(fast) / len(rows)

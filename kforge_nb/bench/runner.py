@@ -187,5 +187,5 @@ def row_for(id: str, session: Session, seconds: float) -> Row:
     else:
         row = Row(id, "error" if session.error else "no_candidate", iterations=iterations,
                   seconds=seconds, note=(session.error or session.finish_reason)[:200])
-    row.folder = str(session.folder)
+    row.folder = str(Path(session.folder).resolve())
     return row
