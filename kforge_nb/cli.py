@@ -121,7 +121,7 @@ def cmd_run(args) -> int:
 def cmd_bench(args) -> int:
     from .bench.config import bench_from_args
     from .bench.report import table
-    from .bench.store import SettingsDiffer
+    from .bench.store import BenchBusy, SettingsDiffer
     from .executors import ExecutorError
     from .ui.bench_views import TerminalBar
     try:
@@ -134,7 +134,7 @@ def cmd_bench(args) -> int:
     except KeyboardInterrupt:
         return usage_error(f"interrupted; {len(bench.store.rows)} finished problems are saved "
                            f"in {bench.store.folder}: run the same command to go on")
-    except ExecutorError as err:
+    except (ExecutorError, BenchBusy) as err:
         return usage_error(str(err))
     if args.json:
         print(json.dumps({"folder": str(bench.store.folder), **bench.report()}, default=str))

@@ -256,6 +256,10 @@ class KForgeMagics(ConfigurableMagics):
         from .bench.config import bench_from_args
         from .executors import ExecutorError
         from .options import bench_parser
+        previous = self.shell.user_ns.get("_kforge_bench")
+        if getattr(previous, "running", False):
+            raise UsageError("%kforge bench: a bench is still running as _kforge_bench; wait "
+                             "for it (_kforge_bench.wait()) or stop it (_kforge_bench.stop())")
         try:
             args = bench_parser("%kforge bench").parse_args(arg_split(rest, posix=True))
             bench = bench_from_args(args)

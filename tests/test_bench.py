@@ -260,3 +260,17 @@ def test_the_builtin_agent_over_a_suite_with_two_local_workers(kforge_cli, tmp_p
         assert (run_folder / "run.json").is_file() and row["iterations"] == 1
         assert row["worker"].startswith("local-")
     assert report["summary"]["fast_p_vs_compile"]["1.0"] is None    # compile was not timed
+
+
+def test_a_bench_running_already_is_refused_not_written_twice(kforge_cli, suite, tmp_path):
+    from kforge_nb.bench import Store
+    problems, cands = suite
+    report, _ = bench(kforge_cli, str(problems), "--candidates", str(cands), *FAST,
+                      "--out", "out")
+    folder = tmp_path / report["folder"]
+    settings = json.loads((folder / "bench.json").read_text())
+    with Store(folder, settings).held():          # as another process running it would
+        run = kforge_cli("bench", str(problems), "--candidates", str(cands), *FAST,
+                         "--out", "out")
+    assert run.returncode == 2 and "is running already (process" in run.stderr
+    assert len((folder / "results.jsonl").read_text().splitlines()) == 4

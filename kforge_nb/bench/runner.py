@@ -62,7 +62,11 @@ class Bench:
         return {"summary": summary(rows), "rows": [dataclasses.asdict(r) for r in rows]}
 
     def run(self, progress: Progress | None = None) -> list[Row]:
-        progress = progress or Progress()
+        """Every problem not finished yet; raises BenchBusy if this bench is running already."""
+        with self.store.held():
+            return self._run(progress or Progress())
+
+    def _run(self, progress: Progress) -> list[Row]:
         todo = [e for e in self.entries if not self.store.done(e.id)]
         progress.started(len(self.entries), len(self.entries) - len(todo), self)
         order = [e.id for e in self.entries]

@@ -12,10 +12,12 @@ bench asked with other settings is refused (its rows would not be comparable) un
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .report import Row, row_from_dict, summary, to_csv
@@ -26,6 +28,10 @@ NOT_FINISHED = ("engine_error", "interrupted")
 
 class SettingsDiffer(ValueError):
     pass
+
+
+class BenchBusy(RuntimeError):
+    """The bench's folder is being written by another run of it."""
 
 
 def folder_name(problems: list[str], target: str, mode: str) -> str:
@@ -66,6 +72,22 @@ class Store:
                     continue             # a line cut short by a crash: that problem reruns
                 if row.state not in NOT_FINISHED:
                     self.rows[row.id] = row
+
+    @contextmanager
+    def held(self):
+        """Held while a bench runs: two runs of one bench would write the same rows."""
+        with open(self.folder / "bench.lock", "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                raise BenchBusy(f"the bench in {self.folder} is running already (process "
+                                f"{lock.read().strip() or '?'}); wait for it or stop it "
+                                f"first") from None
+            lock.truncate(0)
+            lock.write(str(os.getpid()))
+            lock.flush()
+            yield
 
     def done(self, id: str) -> bool:
         return id in self.rows
