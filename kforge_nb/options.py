@@ -141,7 +141,8 @@ OPTIONS: tuple[Option, ...] = (
     # --json says something else per command
     Option("--json", "print one JSON object (the Result)", frozenset({EVAL}), action="store_true"),
     Option("--json", "print a JSON summary at the end", frozenset({RUN}), action="store_true"),
-    Option("--json", "print the rows as JSON", frozenset({BENCH}), action="store_true"),
+    Option("--json", "print one JSON object: the bench's folder, its totals (correctness, "
+           "fast_p, geomeans) and rows", frozenset({BENCH}), action="store_true"),
 
     # how candidates are judged
     Option("--target", "cpp, triton, cuda, metal or auto (triton with a CUDA GPU, cpp otherwise)",
@@ -207,7 +208,8 @@ def defaults(command: str) -> argparse.Namespace:
     return argparse.Namespace(**{o.dest: o.default_for(command) for o in options(command)})
 
 
-BENCH_SUMMARY = "run a session per problem of a suite; print a table"
+BENCH_SUMMARY = ("the agent (or the evaluator on given candidates) over a suite of problems: "
+                 "one table with fast_p, CSV and JSON results, resumable")
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:

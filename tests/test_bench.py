@@ -10,6 +10,8 @@ import pytest
 from kforge_nb.bench import Row, entries, fast_p, summary
 from tests.support.bench_suite import EXPECTED, write_suite
 from tests.support.evaluator import REPO
+from tests.test_magic import ip  # noqa: F401  (fixtures: a real IPython shell,
+from tests.test_notebook_live import kernel  # noqa: F401  a real kernel)
 
 FAST = ["--target", "cpp", "--no-compile-baseline", "--trials", "1", "--no-shape-check"]
 
@@ -208,19 +210,15 @@ def test_a_local_worker_killed_mid_candidate_gets_it_requeued_once_then_reported
     assert "died twice" in twice.message and "was killed by SIGKILL" in twice.message
 
 
-def test_kforge_bench_line_magic_in_a_shell_and_in_a_headless_notebook(suite, tmp_path):
+def test_kforge_bench_line_magic_in_a_shell_and_in_a_headless_notebook(ip, suite, tmp_path):
     """`%kforge bench` in a real IPython shell (terminal view, blocks) and in a notebook
     executed headless by nbclient: the cell holds the table and the plot, and no widget."""
     import nbformat
     from nbclient import NotebookClient
-    from IPython.testing import globalipapp
     problems, cands = suite
     line = f"bench {problems} --candidates {cands} {' '.join(FAST)} --out {tmp_path / 'o'}"
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()
-    if "KForgeMagics" not in shell.magics_manager.registry:
-        shell.run_line_magic("load_ext", "kforge_nb")
-    shell.run_line_magic("kforge", line)
-    bench = shell.user_ns["_kforge_bench"]
+    ip.run_line_magic("kforge", line)
+    bench = ip.user_ns["_kforge_bench"]
     assert not bench.running and {r.id: r.state for r in bench.rows()} == EXPECTED
     assert bench.report()["summary"]["fast_p"]["0.0"] == 0.5
 
@@ -274,3 +272,25 @@ def test_a_bench_running_already_is_refused_not_written_twice(kforge_cli, suite,
                          "--out", "out")
     assert run.returncode == 2 and "is running already (process" in run.stderr
     assert len((folder / "results.jsonl").read_text().splitlines()) == 4
+
+
+def test_kforge_bench_in_a_live_kernel_shows_a_widget_then_the_table_in_its_place(
+        kernel, suite, tmp_path):
+    """As JupyterLab drives it (allow_stdin=True): the cell returns at once with the progress
+    widget; at the end the same display becomes the table and the plot (no widget left)."""
+    from tests.test_notebook_live import WIDGET, idle, messages
+    problems, cands = suite
+    kc = kernel()
+    messages(kc, idle(kc.execute("%load_ext kforge_nb", allow_stdin=True)))
+    cell = kc.execute(f"%kforge bench {problems} --candidates {cands} {' '.join(FAST)} "
+                      f"--out {tmp_path / 'o'}", allow_stdin=True)
+    seen = messages(kc, idle(cell))
+    shown = [m["content"] for m in seen if m["msg_type"] == "display_data"]
+    assert len(shown) == 1 and WIDGET in shown[0]["data"]
+    assert shown[0]["data"]["text/plain"].startswith("kforge bench (live view")
+    display_id = shown[0]["transient"]["display_id"]
+    final = messages(kc, lambda m: m["msg_type"] == "update_display_data" and
+                     m["content"]["transient"]["display_id"] == display_id, timeout=300)[-1]
+    data = final["content"]["data"]
+    assert WIDGET not in data and "fast_0 50%" in data["text/html"]
+    assert "correct 2/4" in data["text/plain"]

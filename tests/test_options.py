@@ -12,6 +12,7 @@ from kforge_nb.cli import build_parser
 from kforge_nb.options import (BENCH, EVAL, MAGIC, PRECISIONS, RUN, bench_parser, defaults,
                                options as options_of)
 from tests.support.evaluator import PROBLEMS, REPO
+from tests.test_magic import ip  # noqa: F401  (a real IPython shell with kforge_nb loaded)
 
 
 def flags_in_help(text: str) -> set[str]:
@@ -126,10 +127,3 @@ def test_the_library_takes_its_defaults_without_the_cli():
     assert heavy.strip() == "[]"
 
 
-@pytest.fixture(scope="module")
-def ip():
-    from IPython.testing import globalipapp
-    shell = globalipapp.start_ipython() or globalipapp.get_ipython()   # one shell per process
-    if "KForgeMagics" not in shell.magics_manager.registry:
-        shell.run_line_magic("load_ext", "kforge_nb")
-    return shell

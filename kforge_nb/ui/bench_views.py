@@ -80,7 +80,9 @@ class NotebookView(Progress):
         """Put the widget in the cell: call from the cell's own thread, before the bench."""
         if self.live:
             from IPython.display import display
-            display(self.box, display_id=self.display_id)
+            bundle = self.box._repr_mimebundle_()      # the widget, with a one-line fallback
+            bundle["text/plain"] = "kforge bench (live view; the table replaces it at the end)"
+            display(bundle, raw=True, display_id=self.display_id)
 
     def started(self, total, done, bench):
         self.total, self.value = total, done
