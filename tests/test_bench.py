@@ -294,3 +294,19 @@ def test_kforge_bench_in_a_live_kernel_shows_a_widget_then_the_table_in_its_plac
     data = final["content"]["data"]
     assert WIDGET not in data and "fast_0 50%" in data["text/html"]
     assert "correct 2/4" in data["text/plain"]
+
+
+def test_local_workers_are_pinned_one_gpu_each_and_start_without_credentials(tmp_path,
+                                                                            monkeypatch):
+    """Read off the worker processes' own environments (/proc/PID/environ), as started."""
+    from kforge_nb.executors.local import LocalWorkers
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+    with LocalWorkers(3, log_dir=tmp_path, gpus=["4", "7"]) as executor:
+        envs = []
+        for worker in executor.workers:
+            worker.start()
+            raw = open(f"/proc/{worker.pid}/environ", "rb").read().split(b"\0")
+            envs.append(dict(item.decode().split("=", 1) for item in raw if b"=" in item))
+        assert [e.get("CUDA_VISIBLE_DEVICES") for e in envs] == ["4", "7", "4"]
+        assert not any("ANTHROPIC_API_KEY" in e for e in envs)
+        assert "pinned to GPUs 4, 7, 4" in executor.describe()

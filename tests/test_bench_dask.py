@@ -173,3 +173,32 @@ def test_kforge_worker_offers_this_machine_to_a_cluster(cluster, tmp_path):
     assert all(not w.get("resources") for w in workers.values())
     assert "1 workers" in executor.describe()
     executor.close()
+
+
+def test_the_agent_over_a_suite_with_its_candidates_judged_on_the_cluster(cluster, kforge_cli,
+                                                                           tmp_path):
+    """Agent mode: sessions run here, every candidate of theirs is judged on a Dask worker,
+    in the same sandbox as it would be here."""
+    from kforge_nb.evaluator import EvalOptions, evaluate
+    from kforge_nb.problem import Problem
+    problems = tmp_path / "suite"
+    problems.mkdir()
+    (problems / "relu.py").write_text(
+        (EXAMPLES.parent.parent.parent / "benchmarks" / "problems" / "relu.py").read_text())
+    cluster.worker("only")
+    report_run = kforge_cli("bench", str(problems), *FAST, "--iterations", "1", "--json",
+                            "--cluster", cluster.address, "--out", "out", timeout=600)
+    assert report_run.returncode == 0, report_run.stderr
+    row = json.loads(report_run.stdout)["rows"][0]
+    assert row["state"] == "correct" and row["worker"].startswith("only")
+    run_folder = tmp_path / row["folder"]
+    remote = json.loads(next(run_folder.glob("iter-00/sample-0/result.json")).read_text())
+    here = evaluate(Problem.from_file(problems / "relu.py"),
+                    (run_folder / "iter-00" / "sample-0" / "candidate.py").read_text(), "cpp",
+                    EvalOptions(baselines=("eager",), trials=1, out_dir=tmp_path / "here"))
+    assert remote["state"] == here.state == "correct"
+    for part in ("enabled", "network", "processes"):       # the same isolation, there as here
+        assert remote["sandbox"][part] == here.sandbox[part]
+    assert remote["sandbox"]["env"].startswith("allow-list:") and \
+        here.sandbox["env"].startswith("allow-list:")
+    assert str(run_folder) in remote["sandbox"]["filesystem"]    # its paths point here

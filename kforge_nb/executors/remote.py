@@ -58,6 +58,7 @@ def unpacked(answer: tuple[dict, dict, str, str], folder: Path) -> Result:
     """The worker's Result, its files written into `folder` and its paths pointing there."""
     from .. import artifacts
     result_dict, files, remote_folder, worker = answer
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         if (folder / name).resolve().is_relative_to(folder.resolve()):   # nothing outside it
