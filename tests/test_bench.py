@@ -299,12 +299,15 @@ def test_kforge_bench_in_a_live_kernel_shows_a_widget_then_the_table_in_its_plac
 def test_local_workers_are_pinned_one_gpu_each_and_start_without_credentials(tmp_path,
                                                                             monkeypatch):
     """Read off the worker processes' own environments (/proc/PID/environ), as started."""
+    import time
     from kforge_nb.executors.local import LocalWorkers
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
     with LocalWorkers(3, log_dir=tmp_path, gpus=["4", "7"]) as executor:
         envs = []
         for worker in executor.workers:
             worker.start()
+            while b"worker_main" not in open(f"/proc/{worker.pid}/cmdline", "rb").read():
+                time.sleep(0.01)                   # until exec: before, it is our own env
             raw = open(f"/proc/{worker.pid}/environ", "rb").read().split(b"\0")
             envs.append(dict(item.decode().split("=", 1) for item in raw if b"=" in item))
         assert [e.get("CUDA_VISIBLE_DEVICES") for e in envs] == ["4", "7", "4"]

@@ -202,3 +202,39 @@ def test_the_agent_over_a_suite_with_its_candidates_judged_on_the_cluster(cluste
     assert remote["sandbox"]["env"].startswith("allow-list:") and \
         here.sandbox["env"].startswith("allow-list:")
     assert str(run_folder) in remote["sandbox"]["filesystem"]    # its paths point here
+
+
+def test_a_scheduler_lost_mid_bench_is_one_line_and_the_finished_rows_resume(cluster, tmp_path):
+    problems, cands = write_suite(tmp_path)
+    flag = tmp_path / "go"
+    add_waiting_problem(problems, cands, flag)
+    cluster.worker("wA")
+    client = cluster.client()
+    workers_up(client, 1)
+    args = [sys.executable, "-m", "kforge_nb.cli", "bench", str(problems), "--candidates",
+            str(cands), *FAST, "--allow", "*", "--out", "out"]
+    bench = subprocess.Popen([*args, "--cluster", cluster.address], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    until(lambda: any("5_relu_waits" in str(k) for keys in client.processing().values()
+                      for k in keys), "the waiting candidate to be under way")
+    client.close()
+    os.killpg(cluster.procs["scheduler"].pid, signal.SIGKILL)
+    _, err = bench.communicate(timeout=300)
+    assert bench.returncode == 2 and "Traceback" not in err
+    assert "lost the Dask scheduler at " + cluster.address in err
+    assert "4 finished problems are saved" in err
+    flag.touch()
+    cluster.close()
+    # another cluster: the same bench resumes and judges only the fifth problem
+    (tmp_path / "again").mkdir()
+    again = Cluster(tmp_path / "again")
+    try:
+        again.worker("wB")
+        done = subprocess.run([*args, "--cluster", again.address, "--json"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert "resuming: 4 finished earlier" in done.stderr
+        rows = json.loads(done.stdout)["rows"]
+        assert {r["id"]: r["state"] for r in rows} == {**EXPECTED, "level2/5_relu_waits":
+                                                       "correct"}
+    finally:
+        again.close()

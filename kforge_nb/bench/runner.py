@@ -84,11 +84,11 @@ class Bench:
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        rows = self.rows()
+        progress.ended(rows)             # the table so far, even when the engine went away
         if self._abort:
             raise ExecutorError(f"{self._abort}; {len(self.store.rows)} finished problems are "
                                 f"saved in {self.store.folder}: run the same bench again to go on")
-        rows = self.rows()
-        progress.ended(rows)
         return rows
 
     def start(self, progress: Progress | None = None) -> "Bench":
@@ -129,14 +129,16 @@ class Bench:
         started = time.monotonic()
         try:
             problem = Problem.from_file(entry.path)
-            return self.judged(entry, problem, started) if self.candidates else \
+            row = self.judged(entry, problem, started) if self.candidates else \
                 self.session_row(entry, problem, started)
         except ProblemError as err:      # a broken suite entry is a row, not the end of it
             return Row(entry.id, "bad_problem", seconds=time.monotonic() - started,
                        note=str(err)[:200])
         except ExecutorError as err:
-            self._abort = str(err)
-            return Row(entry.id, "engine_error", note=str(err)[:200])
+            row = Row(entry.id, "engine_error", note=str(err)[:200])
+        if row.state == "engine_error":  # the engine is gone: no other problem can be judged
+            self._abort = self._abort or row.note
+        return row
 
     def judged(self, entry: Entry, problem: Problem, started: float) -> Row:
         path = candidate_for(entry, self.candidates)

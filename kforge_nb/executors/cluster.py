@@ -13,7 +13,9 @@ with DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0 to leave that to kforge alo
 """
 from __future__ import annotations
 
+import logging
 import uuid
+from concurrent.futures import CancelledError
 
 from ..result import UNAVAILABLE, Result
 from . import Executor, ExecutorError, worker_lost
@@ -40,6 +42,11 @@ class DaskCluster(Executor):
             raise ExecutorError("--cluster needs Dask distributed: pip install "
                                 "'kforge-nb[cluster]'") from None
         self.address = address
+        self.lost = False          # the scheduler went away mid-run
+        # a lost scheduler makes the client's reconnection loop log tracebacks; kforge says
+        # it in one line instead (ExecutorError below)
+        for name in ("distributed.client", "distributed.utils"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         try:
             self.client = Client(address, timeout=timeout_s, set_as_default=False)
         except (OSError, TimeoutError) as err:
@@ -93,9 +100,11 @@ class DaskCluster(Executor):
                 return unpacked(future.result(), folder)
             except KilledWorker as err:
                 causes.append(f"{err}")
-            except (OSError, TimeoutError) as err:    # the scheduler itself went away
-                raise ExecutorError(f"lost the Dask scheduler at {self.address} ({err}); "
-                                    f"finished results are saved") from None
+            except (OSError, TimeoutError, CancelledError) as err:   # the scheduler went away
+                reason = str(err).splitlines()[0]
+                self.lost = True
+                raise ExecutorError(f"lost the Dask scheduler at {self.address} ({reason})"
+                                    ) from None
         return worker_lost(self.address, causes)
 
     def describe(self) -> str:
