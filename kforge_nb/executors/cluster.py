@@ -25,6 +25,7 @@ from .remote import judge_on_worker, unpacked
 # it runs under the CPU interpreter: correct, timings marked as not performance figures)
 NEEDS = {"cuda": "GPU", "metal": "MPS", "triton": "GPU?"}
 CONNECT_TIMEOUT_S = 10
+WORKER_WAIT_S = 60              # for a first worker to join a scheduler that has none
 
 
 def start_hint(address: str) -> str:
@@ -42,7 +43,6 @@ class DaskCluster(Executor):
             raise ExecutorError("--cluster needs Dask distributed: pip install "
                                 "'kforge-nb[cluster]'") from None
         self.address = address
-        self.lost = False          # the scheduler went away mid-run
         # a lost scheduler makes the client's reconnection loop log tracebacks; kforge says
         # it in one line instead (ExecutorError below)
         for name in ("distributed.client", "distributed.utils"):
@@ -61,7 +61,12 @@ class DaskCluster(Executor):
         """Every worker must be able to import kforge_nb (the same version)."""
         from .. import __version__
         if not self.workers():
-            self.client.wait_for_workers(1, timeout=60)
+            try:
+                self.client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+            except TimeoutError:
+                raise ExecutorError(f"the Dask scheduler at {self.address} has no workers "
+                                    f"(waited {WORKER_WAIT_S} s); start some there with "
+                                    f"`kforge worker {self.address}`") from None
         versions = self.client.run(_kforge_version, on_error="return")
         wrong = {w: v if isinstance(v, str) else f"cannot import it: {v}"
                  for w, v in versions.items() if v != __version__}
@@ -102,7 +107,6 @@ class DaskCluster(Executor):
                 causes.append(f"{err}")
             except (OSError, TimeoutError, CancelledError) as err:   # the scheduler went away
                 reason = str(err).splitlines()[0]
-                self.lost = True
                 raise ExecutorError(f"lost the Dask scheduler at {self.address} ({reason})"
                                     ) from None
         return worker_lost(self.address, causes)
