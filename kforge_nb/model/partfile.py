@@ -1,0 +1,214 @@
+"""One group of fx nodes as a KernelBench problem file, and how it plugs back into the model.
+
+The file's `Model` rebuilds the layers the part calls and owns the parameters it reads;
+`forward` is torch.fx's own code for the part's subgraph; `get_inputs()` draws tensors of the
+real shapes, dtypes and scale (mean and spread of the values seen in the real run). The
+`ties` say which of the whole model's weights each of the part's weights is, so the
+recomposed model can hand the real ones to the part's kernel.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from .graph import DecomposeError, Group, Info, is_tensor, op_name
+
+LAYOUT = {"view", "reshape", "flatten", "unflatten", "permute", "transpose", "t", "contiguous",
+          "unsqueeze", "squeeze", "expand", "expand_as", "view_as", "reshape_as", "getitem",
+          "narrow", "select", "chunk", "split", "movedim", "identity", "dropout", "clone",
+          "float", "to", "type_as"}
+FORWARD_GLOBALS = {"torch", "math", "operator", "device", "inf", "nan", "NoneType", "fx_pytree",
+                   "pytree", "getattr", "slice"}
+
+
+@dataclass
+class PartSpec:
+    """A part as found at one place in the model (an occurrence)."""
+    index: int                       # position in the model's forward
+    key: str                         # identical parts share it
+    label: str                       # "linear -> gelu"
+    ops: list[str]
+    inputs: list[str]                # fx names of the values it takes (forward args or parts)
+    output: str                      # fx name of the value it gives
+    where: list[str]                 # the model's module paths it covers
+    source: str                      # the problem file
+    ties: list[tuple[str, str]] = field(default_factory=list)   # (part's name, model's name)
+    glue: bool = False               # only layout ops: nothing for a kernel to do
+
+
+def build_part(index: int, group: Group, gm: torch.fx.GraphModule, infos: dict,
+               rebuild: dict[str, str]) -> PartSpec:
+    members = set(group.nodes)
+    inputs, inlined = [], []
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+
+    def need(node):                  # classify a value the part reads
+        if node in members or node in inlined or node in inputs or node.op == "get_attr":
+            return                   # get_attr: the part owns a copy (Writer.write)
+        if node.op == "placeholder" or is_tensor(infos.get(node)):
+            inputs.append(node)
+        else:                        # a size or a tuple: recomputed inside the part
+            inlined.append(node)
+            for arg in node.all_input_nodes:
+                need(arg)
+
+    for node in group.nodes:
+        for arg in node.all_input_nodes:
+            need(arg)
+    inputs.sort(key=order.get)
+    body = sorted([*inlined, *group.nodes], key=order.get)
+    return Writer(gm, infos, rebuild).write(index, inputs, body, group)
+
+
+class Writer:
+    def __init__(self, gm, infos, rebuild):
+        self.gm, self.infos, self.rebuild = gm, infos, rebuild
+        self.modules = dict(gm.named_modules())
+
+    def write(self, index, inputs, body, group) -> PartSpec:
+        graph = torch.fx.Graph()
+        env, locals_, init, ties = {}, set(), [], []
+        signatures = []              # the attributes' shapes: what identical parts share
+        names = ["x"] if len(inputs) == 1 else [f"x{i}" for i in range(len(inputs))]
+        for node, name in zip(inputs, names):
+            env[node] = graph.placeholder(name)
+
+        def local(path: str) -> str:
+            base = re.sub(r"\W", "_", path.rsplit(".", 1)[-1])
+            base = f"m_{base}" if base[0].isdigit() else base
+            name, k = base, 1
+            while name in locals_ or name in ("forward", "training"):
+                name, k = f"{base}_{k}", k + 1
+            locals_.add(name)
+            return name
+
+        def lookup(arg):
+            if arg not in env and arg.op == "get_attr":
+                name = local(arg.target)
+                line, signature = self.attribute_line(name, arg.target)
+                init.append(line)
+                signatures.append(signature)
+                ties.append((name, arg.target))
+                env[arg] = graph.get_attr(name)
+            return env[arg]
+
+        for node in body:
+            args = torch.fx.map_arg(node.args, lookup)
+            kwargs = torch.fx.map_arg(node.kwargs, lookup)
+            target = node.target
+            if node.op == "call_module":
+                target = local(node.target)
+                init.append(f"self.{target} = {self.rebuild[node.target]}")
+                ties += [(f"{target}.{k}", f"{node.target}.{k}")
+                         for k in self.modules[node.target].state_dict()]
+            env[node] = graph.create_node(node.op, target, args, kwargs,
+                                          name=target if node.op == "call_module"
+                                          else op_name(node, self.modules))
+        graph.output(env[group.nodes[-1]])
+        forward = self.forward_code(graph)
+        ops = [op_name(n, self.modules) for n in group.nodes]
+        shapes = [(self.infos[n].shape, self.infos[n].dtype) for n in inputs]
+        layers = [line for line in init if " = nn." in line and "nn.Parameter" not in line]
+        key = repr((layers, signatures, forward, shapes))
+        label = " -> ".join(ops if len(ops) <= 6 else [*ops[:5], "..."])
+        where = sorted({n.target for n in group.nodes if n.op == "call_module"})
+        source = problem_source(init, forward, [self.infos[n] for n in inputs])
+        return PartSpec(index, key, label, ops, [n.name for n in inputs], group.nodes[-1].name,
+                        where, source, ties, glue=all(o in LAYOUT for o in ops))
+
+    def attribute_line(self, name: str, target: str) -> tuple[str, tuple]:
+        value = operator.attrgetter(target)(self.gm)
+        if not isinstance(value, torch.Tensor):
+            raise DecomposeError(f"the model reads `self.{target}`, a "
+                                 f"{type(value).__name__}, where a tensor was expected")
+        drawn = draw(Info.of(value), value)
+        signature = (name, tuple(value.shape), str(value.dtype))
+        if isinstance(value, torch.nn.Parameter):
+            grad = "" if value.requires_grad else ", requires_grad=False"
+            return f"self.{name} = nn.Parameter({drawn}{grad})", signature
+        return f"self.register_buffer({name!r}, {drawn})", signature
+
+    @staticmethod
+    def forward_code(graph: torch.fx.Graph) -> str:
+        code = graph.python_code(root_module="self")
+        text = code.src
+        unknown = sorted(n for n in code.globals if n not in FORWARD_GLOBALS
+                         and re.search(rf"\b{re.escape(n)}\b", text))
+        if unknown:
+            raise DecomposeError(
+                f"the model calls {', '.join(unknown)}, which a part file cannot import (a "
+                "function of your own called in forward?); write it with torch ops, or "
+                "optimise the modules one at a time with `kforge run`")
+        lines = []
+        for line in text.strip("\n").splitlines():
+            line = re.sub(r";\s+(\w+\s*=\s*)+None\s*$", "", line.rstrip())
+            if re.fullmatch(r"\s+(\w+\s*=\s*)+None", line):
+                continue                      # fx frees values early; a reader needs not see it
+            lines.append(line)
+        return "\n".join(lines)
+
+
+def sig(x: float) -> str:
+    """A float in 4 significant digits, as source."""
+    if not math_finite(x):
+        return "0.0"
+    return f"{x:.4g}" if x else "0.0"
+
+
+def math_finite(x: float) -> bool:
+    return x == x and abs(x) != float("inf")
+
+
+def draw(info: Info, exact: torch.Tensor | None = None) -> str:
+    """Source for a tensor like the one described: the exact values when small, else random
+    values of the same mean and spread (integers: the same range)."""
+    shape = ", ".join(str(s) for s in info.shape)
+    shape_arg = f"({shape},)" if len(info.shape) == 1 else f"({shape})"
+    dtype = "" if info.dtype == "float32" else f", dtype=torch.{info.dtype}"
+    if exact is not None and exact.numel() <= 16:
+        values = exact.detach().cpu().reshape(-1).tolist()
+        return f"torch.tensor({values!r}{dtype}).reshape({shape_arg})"
+    if info.dtype == "bool":
+        return f"torch.rand({shape_arg}) < 0.5"
+    if info.dtype.startswith(("int", "uint")):
+        return f"torch.randint({int(info.low)}, {int(info.high) + 1}, {shape_arg}{dtype})"
+    if not info.std:
+        return f"torch.full({shape_arg}, {sig(info.mean)}{dtype})"
+    mean = f" {'-' if info.mean < 0 else '+'} {sig(abs(info.mean))}" if info.mean else ""
+    return f"torch.randn({shape_arg}{dtype}) * {sig(info.std)}{mean}"
+
+
+def problem_source(init: list[str], forward: str, inputs: list[Info]) -> str:
+    """The file's code; decompose_main.py puts the docstring (part number, uses) on top."""
+    body = "\n".join(f"        {line}" for line in init) or "        pass"
+    forward = "\n".join(f"    {line}" if line else line for line in forward.splitlines())
+    drawn = ",\n        ".join(draw(i) for i in inputs)
+    imports = ["import math", "import torch", "import torch.nn as nn"]
+    if re.search(r"\b(inf|nan)\b", forward):
+        imports.append("from math import inf, nan")
+    if re.search(r"\bdevice\(", forward):
+        imports.append("from torch import device")
+    return f'''{chr(10).join(imports)}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{body}
+
+{forward}
+
+
+def get_inputs():
+    return [
+        {drawn},
+    ]
+
+
+def get_init_inputs():
+    return []
+'''
