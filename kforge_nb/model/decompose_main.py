@@ -30,11 +30,12 @@ from .partfile import build_part
 INIT_SEED = 0          # the evaluator's default EvalOptions.seed: the weights the judge sees
 
 
-def load(source: str, name: str) -> types.ModuleType:
+def load(source: str, name: str, filename: str = "") -> types.ModuleType:
+    filename = filename or f"<{name}>"
     module = types.ModuleType(name)
-    module.__file__ = f"<{name}>"
+    module.__file__ = filename
     sys.modules[name] = module
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    exec(compile(source, filename, "exec"), module.__dict__)
     return module
 
 
@@ -60,11 +61,11 @@ def decompose(job: dict) -> dict:
         raise DecomposeError("the model's forward computes nothing torch.fx can see")
     specs = [build_part(i, g, gm, recorder.infos, rebuild)
              for i, g in enumerate(groups)]
-    parts, steps, ids = [], [], {}
+    parts, steps, ids, first = [], [], {}, {}
     (folder / "parts").mkdir(parents=True, exist_ok=True)
     for spec in specs:
         if spec.key not in ids:
-            ids[spec.key] = len(parts)
+            ids[spec.key], first[spec.key] = len(parts), spec
             path = folder / "parts" / f"part_{len(parts):02d}.py"
             parts.append({"id": len(parts), "file": str(path), "label": spec.label,
                           "ops": spec.ops, "occurrences": 0, "where": [], "glue": spec.glue})
@@ -72,10 +73,10 @@ def decompose(job: dict) -> dict:
         part["occurrences"] += 1
         part["where"] += spec.where
         steps.append({"part": ids[spec.key], "inputs": spec.inputs, "output": spec.output,
-                      "ties": spec.ties})
-    for spec_part in parts:
-        spec = next(s for s in specs if ids[s.key] == spec_part["id"])
-        Path(spec_part["file"]).write_text(docstring(spec_part, job["name"]) + spec.source)
+                      "ties": spec.ties_as(first[spec.key])})
+    for key, spec in first.items():
+        part = parts[ids[key]]
+        Path(part["file"]).write_text(docstring(part, job["name"]) + spec.source)
     args = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     output = render_output(gm, steps, args)
     runner = Recomposed(parts, steps, model, args, output)
@@ -142,7 +143,7 @@ class Recomposed:
     proves the split is exact, and times each part inside the whole forward."""
 
     def __init__(self, parts, steps, model, args, output):
-        classes = [load(Path(p["file"]).read_text(), f"kforge_part_{p['id']}").Model
+        classes = [load(Path(p["file"]).read_text(), f"kforge_part_{p['id']}", p["file"]).Model
                    for p in parts]
         self.modules = []
         for step in steps:

@@ -38,6 +38,16 @@ class PartSpec:
     source: str                      # the problem file
     ties: list[tuple[str, str]] = field(default_factory=list)   # (part's name, model's name)
     glue: bool = False               # only layout ops: nothing for a kernel to do
+    locals: list[str] = field(default_factory=list)   # its layers' and weights' names, in order
+
+    def ties_as(self, other: "PartSpec") -> list[tuple[str, str]]:
+        """The ties with this part's own names replaced by the identical `other`'s names."""
+        rename = dict(zip(self.locals, other.locals))
+        out = []
+        for mine, theirs in self.ties:
+            head, dot, rest = mine.partition(".")
+            out.append((rename.get(head, head) + dot + rest, theirs))
+        return out
 
 
 def build_part(index: int, group: Group, gm: torch.fx.GraphModule, infos: dict,
@@ -71,7 +81,7 @@ class Writer:
 
     def write(self, index, inputs, body, group) -> PartSpec:
         graph = torch.fx.Graph()
-        env, locals_, init, ties = {}, set(), [], []
+        env, locals_, init, ties = {}, [], [], []
         signatures = []              # the attributes' shapes: what identical parts share
         names = ["x"] if len(inputs) == 1 else [f"x{i}" for i in range(len(inputs))]
         for node, name in zip(inputs, names):
@@ -83,7 +93,7 @@ class Writer:
             name, k = base, 1
             while name in locals_ or name in ("forward", "training"):
                 name, k = f"{base}_{k}", k + 1
-            locals_.add(name)
+            locals_.append(name)
             return name
 
         def lookup(arg):
@@ -113,12 +123,16 @@ class Writer:
         ops = [op_name(n, self.modules) for n in group.nodes]
         shapes = [(self.infos[n].shape, self.infos[n].dtype) for n in inputs]
         layers = [line for line in init if " = nn." in line and "nn.Parameter" not in line]
+        # identical parts share a key whatever their layers are called (norm, out_norm)
         key = repr((layers, signatures, forward, shapes))
+        for k, name in sorted(enumerate(locals_), key=lambda kv: -len(kv[1])):
+            key = re.sub(rf"\b{re.escape(name)}\b", f"@{k}", key)
         label = " -> ".join(ops if len(ops) <= 6 else [*ops[:5], "..."])
         where = sorted({n.target for n in group.nodes if n.op == "call_module"})
         source = problem_source(init, forward, [self.infos[n] for n in inputs])
         return PartSpec(index, key, label, ops, [n.name for n in inputs], group.nodes[-1].name,
-                        where, source, ties, glue=all(o in LAYOUT for o in ops))
+                        where, source, ties, glue=all(o in LAYOUT for o in ops),
+                        locals=locals_)
 
     def attribute_line(self, name: str, target: str) -> tuple[str, tuple]:
         value = operator.attrgetter(target)(self.gm)
@@ -153,14 +167,11 @@ class Writer:
 
 
 def sig(x: float) -> str:
-    """A float in 4 significant digits, as source."""
-    if not math_finite(x):
+    """A float in 4 significant digits, as a float literal (`1.0`, not `1`: torch.full would
+    make an integer tensor of it)."""
+    if x != x or abs(x) == float("inf"):
         return "0.0"
-    return f"{x:.4g}" if x else "0.0"
-
-
-def math_finite(x: float) -> bool:
-    return x == x and abs(x) != float("inf")
+    return repr(float(f"{x:.4g}"))
 
 
 def draw(info: Info, exact: torch.Tensor | None = None) -> str:

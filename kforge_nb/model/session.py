@@ -96,16 +96,18 @@ class ModelSession:
     def __init__(self, problem: Problem, target: str = "auto", agents=None,
                  budget: Budget | None = None, options: EvalOptions | None = None,
                  parts: list[int] | None = None, top: int | None = None,
-                 out: str | Path = "kforge-runs", executor: Executor | None = None,
-                 session_factory: Callable | None = None):
+                 use: str = "faster", out: str | Path = "kforge-runs",
+                 executor: Executor | None = None):
         from ..agents import AgentConfig
         self.problem, self.target = problem, get_target(target)
         self.agents = agents or AgentConfig()
         self.budget = budget or Budget()
         self.options = options or EvalOptions()
-        self.chosen, self.top = parts, top
+        if use not in ("faster", "correct"):
+            raise ValueError(f"use must be 'faster' or 'correct', not {use!r}")
+        self.chosen, self.top, self.use = parts, top, use
         self.executor = executor or InProcess()
-        self.folder = artifacts.new_folder(out, f"{problem.name}-model-{self.target.name}")
+        self.folder = artifacts.new_folder(out, f"{problem.name}-model-{self.target.name}").resolve()
         self.decomposition: dict | None = None
         self.rows: dict[int, dict] = {}          # part id -> its row in summary()["parts"]
         self.sessions: dict[int, object] = {}
@@ -120,7 +122,6 @@ class ModelSession:
         self._thread: threading.Thread | None = None
         self._current = None
         self.error: str | None = None
-        self.session_factory = session_factory or self._part_session
 
     # --- public API ---------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Event], None]) -> None:
@@ -209,13 +210,13 @@ class ModelSession:
         info = self.decomposition["parts"][part]
         problem = Problem.from_file(info["file"])
         problem = dataclasses.replace(problem, name=f"{self.problem.name}-part{part:02d}")
-        session = self.session_factory(problem, self.folder / "parts")
+        session = self._part_session(problem, self.folder / "parts")
         self.sessions[part] = self._current = session
         self._emit("part_started", part=part, label=info["label"], artifacts=str(session.folder))
         session.subscribe(lambda e, k=part: self._emit("part_event", part=k, event=e.to_dict()))
         session.run()
         self._current = None
-        self.rows[part].update(part_result(session))
+        self.rows[part].update(part_result(session, self.use))
         self._emit("part_finished", part=self.rows[part])
         self._save()
 
@@ -274,9 +275,10 @@ def part_row(part: dict) -> dict:
             "timing_real": None, "used": False, "why": "not chosen", "artifacts": None}
 
 
-def part_result(session) -> dict:
+def part_result(session, use: str = "faster") -> dict:
     """A finished part session as its row: state, speedups, and whether the recomposed model
-    uses its kernel (correct, and faster than the part's eager code where timings are real)."""
+    uses its kernel: when it is correct and (use="faster") faster than the part's eager code
+    where timings are real."""
     best = session.best
     last = session.history[-1].result.state if session.history else "no candidate"
     row = {"artifacts": str(session.folder), "state": best.result.state if best else last}
@@ -288,6 +290,8 @@ def part_result(session) -> dict:
     if "parameter names differ" in best.result.message:
         return {**row, "used": False, "why": "its kernel names its weights differently from the "
                 "part's Model, so the model's weights cannot be handed to it"}
+    if use == "correct":
+        return {**row, "used": True, "why": "correct (--use correct)"}
     if not t.real:
         return {**row, "used": True, "why": f"correct; not timed for real ({t.note})"}
     if t.speedup_vs_eager is None or t.speedup_vs_eager <= 1.0:
