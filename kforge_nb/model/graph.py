@@ -115,6 +115,7 @@ class PartTracer(torch.fx.Tracer):
 
     def __init__(self):
         super().__init__()
+        self.proxy_buffer_attributes = True     # `self.mask[:T, :T]` with T from x.size()
         self.rebuild: dict[str, str] = {}
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
@@ -190,15 +191,31 @@ def is_tensor(info) -> bool:
     return info is not None and info.tensor
 
 
-def group_nodes(gm: torch.fx.GraphModule, values: dict) -> list[Group]:
-    """Call nodes in order, a new group at each heavy op once the group has one. Nodes whose
-    value is not a tensor (sizes, shapes) are left out: each part recomputes them."""
+# views and sizes cost nothing: each part that reads one recomputes it from the tensor it views,
+# so that `q, k, v = qkv.split(...)` followed by views never cuts a part in pieces
+VIEWS = {"view", "reshape", "flatten", "unflatten", "permute", "transpose", "t", "unsqueeze",
+         "squeeze", "expand", "expand_as", "view_as", "reshape_as", "getitem", "narrow", "select",
+         "chunk", "split", "movedim", "swapaxes", "contiguous", "identity", "unbind"}
+
+
+def recomputed(node: torch.fx.Node, infos: dict, modules: dict) -> bool:
+    """Whether parts recompute this node instead of passing it: a size, a tuple, a view."""
+    if node.op not in ("call_module", "call_function", "call_method"):
+        return False
+    return not is_tensor(infos.get(node)) or op_name(node, modules) in VIEWS
+
+
+def group_nodes(gm: torch.fx.GraphModule, infos: dict) -> list[Group]:
+    """Call nodes in order, a new group at each heavy op once the group has one. Sizes and
+    views are left out (recomputed where used), except a view the model returns."""
     modules = dict(gm.named_modules())
+    returned = set(next(n for n in gm.graph.nodes if n.op == "output").all_input_nodes)
     groups = [Group()]
     for node in gm.graph.nodes:
         if node.op not in ("call_module", "call_function", "call_method"):
             continue
-        if not is_tensor(values.get(node)):
+        if recomputed(node, infos, modules) and not (node in returned and
+                                                     is_tensor(infos.get(node))):
             continue
         heavy = kind_of(node, modules) != "pointwise"
         if heavy and groups[-1].heavy is not None:
@@ -207,10 +224,14 @@ def group_nodes(gm: torch.fx.GraphModule, values: dict) -> list[Group]:
         if heavy:
             groups[-1].heavy = node
     groups = [g for g in groups if g.nodes]
-    return split_multi_output(groups, values)
+    done: list[Group] = []
+    while len(done) != len(groups):      # a cut can expose another multi-output piece
+        done = groups
+        groups = split_multi_output(groups, infos, modules)
+    return groups
 
 
-def split_multi_output(groups: list[Group], values: dict) -> list[Group]:
+def split_multi_output(groups: list[Group], infos: dict, modules: dict) -> list[Group]:
     """Cut each group after any node other than its last that is used outside the group."""
     out = []
     for group in groups:
@@ -220,8 +241,7 @@ def split_multi_output(groups: list[Group], values: dict) -> list[Group]:
             current.nodes.append(node)
             if node is group.heavy:
                 current.heavy = node
-            outside = [u for u in node.users if u not in members or u.op == "output"]
-            used_outside = any(tensor_consumer(u, members, values) for u in outside)
+            used_outside = any(needs(u, members, infos, modules) for u in node.users)
             if used_outside and node is not group.nodes[-1]:
                 out.append(current)
                 current = Group()
@@ -230,9 +250,13 @@ def split_multi_output(groups: list[Group], values: dict) -> list[Group]:
     return out
 
 
-def tensor_consumer(user: torch.fx.Node, members: set, values: dict) -> bool:
-    """Whether `user` (outside the group) needs the tensor itself: a size query computed from
-    it is recomputed where it is used, so it does not count, unless its own users are outside."""
-    if user.op == "output" or user not in values or is_tensor(values.get(user)):
+def needs(user: torch.fx.Node, members: set, infos: dict, modules: dict) -> bool:
+    """Whether `user` needs the value from outside `members`: a view or size recomputed inside
+    the group does not, unless what uses it is outside."""
+    if user.op == "output":
         return True
-    return any(tensor_consumer(u, members, values) for u in user.users if u not in members)
+    if user in members:
+        return False
+    if recomputed(user, infos, modules):
+        return any(needs(u, members, infos, modules) for u in user.users)
+    return True

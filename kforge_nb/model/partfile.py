@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .graph import DecomposeError, Group, Info, is_tensor, op_name
+from .graph import DecomposeError, Group, Info, op_name, recomputed
 
 LAYOUT = {"view", "reshape", "flatten", "unflatten", "permute", "transpose", "t", "contiguous",
           "unsqueeze", "squeeze", "expand", "expand_as", "view_as", "reshape_as", "getitem",
@@ -55,13 +55,14 @@ def build_part(index: int, group: Group, gm: torch.fx.GraphModule, infos: dict,
     members = set(group.nodes)
     inputs, inlined = [], []
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    modules = dict(gm.named_modules())
 
     def need(node):                  # classify a value the part reads
         if node in members or node in inlined or node in inputs or node.op == "get_attr":
             return                   # get_attr: the part owns a copy (Writer.write)
-        if node.op == "placeholder" or is_tensor(infos.get(node)):
+        if not recomputed(node, infos, modules):
             inputs.append(node)
-        else:                        # a size or a tuple: recomputed inside the part
+        else:                        # a size, a tuple or a view: recomputed inside the part
             inlined.append(node)
             for arg in node.all_input_nodes:
                 need(arg)
@@ -119,7 +120,7 @@ class Writer:
                                           name=target if node.op == "call_module"
                                           else op_name(node, self.modules))
         graph.output(env[group.nodes[-1]])
-        forward = self.forward_code(graph)
+        forward, imports = self.forward_code(graph)
         ops = [op_name(n, self.modules) for n in group.nodes]
         shapes = [(self.infos[n].shape, self.infos[n].dtype) for n in inputs]
         layers = [line for line in init if " = nn." in line and "nn.Parameter" not in line]
@@ -129,7 +130,7 @@ class Writer:
             key = re.sub(rf"\b{re.escape(name)}\b", f"@{k}", key)
         label = " -> ".join(ops if len(ops) <= 6 else [*ops[:5], "..."])
         where = sorted({n.target for n in group.nodes if n.op == "call_module"})
-        source = problem_source(init, forward, [self.infos[n] for n in inputs])
+        source = problem_source(init, forward, [self.infos[n] for n in inputs], imports)
         return PartSpec(index, key, label, ops, [n.name for n in inputs], group.nodes[-1].name,
                         where, source, ties, glue=all(o in LAYOUT for o in ops),
                         locals=locals_)
@@ -147,15 +148,26 @@ class Writer:
         return f"self.register_buffer({name!r}, {drawn})", signature
 
     @staticmethod
-    def forward_code(graph: torch.fx.Graph) -> str:
+    def forward_code(graph: torch.fx.Graph) -> tuple[str, list[str]]:
+        """torch.fx's source for the subgraph, and the imports it needs (math.sqrt of a size
+        reads `math_sqrt(...)` there)."""
         code = graph.python_code(root_module="self")
-        text = code.src
-        unknown = sorted(n for n in code.globals if n not in FORWARD_GLOBALS
-                         and re.search(rf"\b{re.escape(n)}\b", text))
+        text, imports, unknown = code.src, [], []
+        for name, value in code.globals.items():
+            if name in FORWARD_GLOBALS or not re.search(rf"\b{re.escape(name)}\b", text):
+                continue
+            module = {"_operator": "operator"}.get(getattr(value, "__module__", ""),
+                                                   getattr(value, "__module__", ""))
+            if module in ("math", "operator", "builtins") or module.startswith("torch"):
+                leaf = getattr(value, "__name__", name)
+                imports.append(f"from {module} import {leaf}" +
+                               (f" as {name}" if leaf != name else ""))
+            else:
+                unknown.append(name)
         if unknown:
             raise DecomposeError(
-                f"the model calls {', '.join(unknown)}, which a part file cannot import (a "
-                "function of your own called in forward?); write it with torch ops, or "
+                f"the model calls {', '.join(sorted(unknown))}, which a part file cannot import "
+                "(a function of your own called in forward?); write it with torch ops, or "
                 "optimise the modules one at a time with `kforge run`")
         lines = []
         for line in text.strip("\n").splitlines():
@@ -163,7 +175,7 @@ class Writer:
             if re.fullmatch(r"\s+(\w+\s*=\s*)+None", line):
                 continue                      # fx frees values early; a reader needs not see it
             lines.append(line)
-        return "\n".join(lines)
+        return "\n".join(lines), imports
 
 
 def sig(x: float) -> str:
@@ -175,7 +187,8 @@ def sig(x: float) -> str:
 
 
 def draw(info: Info, exact: torch.Tensor | None = None) -> str:
-    """Source for a tensor like the one described: the exact values when small, else random
+    """Source for a tensor like the one described: the exact values when small, a causal mask
+    as a causal mask, other two-valued tensors (masks) with the same density, else random
     values of the same mean and spread (integers: the same range)."""
     shape = ", ".join(str(s) for s in info.shape)
     shape_arg = f"({shape},)" if len(info.shape) == 1 else f"({shape})"
@@ -183,22 +196,46 @@ def draw(info: Info, exact: torch.Tensor | None = None) -> str:
     if exact is not None and exact.numel() <= 16:
         values = exact.detach().cpu().reshape(-1).tolist()
         return f"torch.tensor({values!r}{dtype}).reshape({shape_arg})"
+    if exact is not None and exact.dim() >= 2 and exact.numel():
+        mask = two_valued(exact, shape_arg, dtype)
+        if mask:
+            return mask
     if info.dtype == "bool":
         return f"torch.rand({shape_arg}) < 0.5"
     if info.dtype.startswith(("int", "uint")):
         return f"torch.randint({int(info.low)}, {int(info.high) + 1}, {shape_arg}{dtype})"
     if not info.std:
         return f"torch.full({shape_arg}, {sig(info.mean)}{dtype})"
-    mean = f" {'-' if info.mean < 0 else '+'} {sig(abs(info.mean))}" if info.mean else ""
-    return f"torch.randn({shape_arg}{dtype}) * {sig(info.std)}{mean}"
+    mean = info.mean if abs(info.mean) > 1e-3 * info.std else 0.0
+    shift = f" {'-' if mean < 0 else '+'} {sig(abs(mean))}" if mean else ""
+    return f"torch.randn({shape_arg}{dtype}) * {sig(info.std)}{shift}"
 
 
-def problem_source(init: list[str], forward: str, inputs: list[Info]) -> str:
+def two_valued(t: torch.Tensor, shape_arg: str, dtype: str) -> str | None:
+    """A mask's source: `torch.tril(torch.ones(...))` for a causal mask (the pattern decides
+    which scores survive, so random values would not do), else one of the same density."""
+    values = torch.unique(t.detach())
+    if values.numel() != 2 or t.dtype == torch.bool:
+        return None
+    low, high = values.tolist()
+    ones = torch.ones_like(t, dtype=torch.float32)
+    for fn in ("tril", "triu"):
+        pattern = getattr(torch, fn)(ones)
+        if torch.equal(t.float(), pattern * (high - low) + low):
+            scaled = f" * {high - low!r} + {low!r}" if (low, high) != (0, 1) else ""
+            return f"torch.{fn}(torch.ones({shape_arg}{dtype})){scaled}"
+    density = (t == high).float().mean().item()
+    cast = f".to(torch.{str(t.dtype).replace('torch.', '')})" if dtype else ""
+    return f"torch.where(torch.rand({shape_arg}) < {sig(density)}, {high!r}, {low!r}){cast}"
+
+
+def problem_source(init: list[str], forward: str, inputs: list[Info],
+                   extra_imports: list[str]) -> str:
     """The file's code; decompose_main.py puts the docstring (part number, uses) on top."""
     body = "\n".join(f"        {line}" for line in init) or "        pass"
     forward = "\n".join(f"    {line}" if line else line for line in forward.splitlines())
     drawn = ",\n        ".join(draw(i) for i in inputs)
-    imports = ["import math", "import torch", "import torch.nn as nn"]
+    imports = ["import math", "import torch", "import torch.nn as nn", *sorted(extra_imports)]
     if re.search(r"\b(inf|nan)\b", forward):
         imports.append("from math import inf, nan")
     if re.search(r"\bdevice\(", forward):

@@ -46,7 +46,8 @@ class ModelError(ValueError):
     """The model cannot be decomposed; the message says why (and the child's log tail)."""
 
 
-def decompose(problem: Problem, device: str, folder: Path, repeats: int = 5) -> dict:
+def decompose(problem: Problem, device: str, folder: Path, repeats: int = 5,
+              timeout_s: float = DECOMPOSE_TIMEOUT_S) -> dict:
     """Run the decomposition in a child process (the model is the user's code) and read what
     it wrote. Raises ModelError with the reason."""
     from ..evaluator.sandbox import without_credentials
@@ -60,9 +61,9 @@ def decompose(problem: Problem, device: str, folder: Path, repeats: int = 5) -> 
             proc = subprocess.run([sys.executable, "-m", "kforge_nb.model.decompose_main",
                                    str(job)], stdout=out, stderr=subprocess.STDOUT,
                                   env=without_credentials(dict(os.environ)),
-                                  timeout=DECOMPOSE_TIMEOUT_S)
+                                  timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise ModelError(f"decomposing {problem.label} took over {DECOMPOSE_TIMEOUT_S:g} s; "
+            raise ModelError(f"decomposing {problem.label} took over {timeout_s:g} s; "
                              f"see {log}") from None
     found = folder / "decomposition.json"
     if proc.returncode != 0 or not found.exists():
