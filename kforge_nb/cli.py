@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .options import BENCH_SUMMARY, EVAL, RUN, add_bench_arguments, add_options
+from .options import BENCH_SUMMARY, EVAL, MODEL, RUN, add_bench_arguments, add_options
 
 EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
 
@@ -50,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help=BENCH_SUMMARY)
     add_bench_arguments(p)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("model", help="a whole model: split it into parts, optimise each part, "
+                       "recompose one ModelNew file and judge it end to end")
+    p.add_argument("reference", help="the model's .py in KernelBench form (Model, get_inputs, "
+                   "get_init_inputs)")
+    add_options(p, MODEL)
+    p.set_defaults(func=cmd_model)
 
     p = sub.add_parser("worker", help="offer this machine to a Dask cluster: a worker per GPU "
                        "(GPU=1), or MPS=1 on a Mac, or one CPU worker")
@@ -142,6 +149,41 @@ def cmd_bench(args) -> int:
         print(table(rows))
         print(f"results: {bench.store.folder}/results.csv and results.json")
     return EXIT_CORRECT if all(r.correct for r in rows) else EXIT_VERDICT
+
+
+def cmd_model(args) -> int:
+    from .model import ModelError
+    from .problem import Problem
+    from .session.config import model_session_from_args
+    from .ui.model_view import TerminalModelProgress, summary_text
+    session = model_session_from_args(Problem.from_file(args.reference), args)
+    session.subscribe(TerminalModelProgress())
+    if args.list_parts:
+        try:
+            found = session.decompose()
+        except ModelError as err:
+            return usage_error(str(err))
+        if args.json:
+            print(json.dumps(found, default=str))
+        else:
+            for part in found["parts"]:
+                print(f"part {part['id']}: {part['file']}")
+            print(f"optimise some with: kforge model {args.reference} --parts 0,2")
+        return EXIT_CORRECT
+    try:
+        summary = session.run()
+    except KeyboardInterrupt:
+        session.stop()
+        return usage_error(f"interrupted; the finished parts' runs are in {session.folder}")
+    if args.json:
+        e2e = {k: v for k, v in summary["end_to_end"].items() if k != "result"}
+        print(json.dumps({**summary, "end_to_end": e2e}, default=str))
+    else:
+        print(summary_text(summary))
+    if summary["error"]:
+        print(f"kforge: {summary['error']}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_CORRECT if summary["end_to_end"].get("state") == "correct" else EXIT_VERDICT
 
 
 def cmd_worker(args) -> int:

@@ -118,6 +118,8 @@ class KForgeMagics(ConfigurableMagics):
                 f"%%kforge: a session is still running as {args.name} ({previous.problem.name} "
                 f"on {previous.target.name}). Stop it first with `%kforge stop` (or "
                 f"{args.name}.stop()), or start this one beside it with --name OTHER.")
+        if args.whole_model:
+            return self._whole_model(args, cell)
         try:
             if args.resume:
                 session = self._resumed(args, cell)
@@ -142,6 +144,58 @@ class KForgeMagics(ConfigurableMagics):
             print(f"kforge: review mode and no one at a frontend: decide each recommendation "
                   f"with {args.name}.accept(), .edit(text), .redirect(text), .skip() or .stop()",
                   file=sys.stderr)
+
+    def _whole_model(self, args, cell: str):
+        """`%%kforge --whole-model`: the cell's Model split into parts, each optimised, the
+        recomposed model judged end to end (as `kforge model`); bound to --name. The parts
+        table is drawn as soon as the model is decomposed; `NAME.skip(part)` leaves a part
+        as written if its session has not started; `NAME.stop()` ends the run early."""
+        from .model import ModelError
+        from .problem import ProblemError
+        from .providers import ProviderError, resolve
+        from .session.config import model_session_from_args
+        from .targets import UnknownTarget
+        from .ui.cell import CellError, problem_from_cell
+        unsupported = [flag for flag, on in (("--resume", args.resume), ("--replay", args.replay),
+                                             ("--record", args.record),
+                                             ("--mode review", args.mode == "review")) if on]
+        if unsupported:
+            raise UsageError(f"%%kforge --whole-model: {', '.join(unsupported)} works on one "
+                             "module's session; run a part's file with %%kforge for that")
+        try:
+            resolve(args.provider)
+            problem = problem_from_cell(cell, self.shell.user_ns, args.out, args.inputs,
+                                        args.init_inputs, args.module)
+            session = model_session_from_args(problem, args)
+        except (CellError, ProblemError, UnknownTarget, ProviderError, ValueError) as err:
+            raise UsageError(f"%%kforge: {err}") from None
+        if in_kernel(self.shell):
+            from .ui.model_view import NotebookModelView
+            session.subscribe(NotebookModelView(session))
+        else:
+            from .ui.model_view import TerminalModelProgress
+            session.subscribe(TerminalModelProgress(sys.stdout))
+        self.shell.user_ns[args.name] = session
+        if args.list_parts:
+            try:
+                session.decompose()
+            except ModelError as err:
+                raise UsageError(f"%%kforge: {err}") from None
+            return None
+        session.start()
+        if self._should_block(args):
+            try:
+                session.wait()
+            except KeyboardInterrupt:
+                session.stop()
+                print("kforge: interrupted; stopping after the part under way", file=sys.stderr)
+                session.wait()
+            if not in_kernel(self.shell):
+                from .ui.model_view import summary_text
+                print(summary_text(session.summary()))
+            if session.error:
+                print(f"kforge: {session.error}", file=sys.stderr)
+        return None
 
     def _resumed(self, args, cell: str):
         """The saved run of --resume; a cell that is not empty must hold the run's reference."""

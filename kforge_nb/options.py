@@ -1,4 +1,4 @@
-"""The options of `kforge eval | run | bench` and of the `%%kforge` magic, written once.
+"""The options of `kforge eval | run | bench | model` and of the `%%kforge` magic, written once.
 
 OPTIONS is the schema: one record per flag, naming the commands that take it. Everything else
 is made from it: the argparse flags of the CLI (`add_options`), the magic's parsers
@@ -13,11 +13,13 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-EVAL, RUN, BENCH, MAGIC = "eval", "run", "bench", "magic"    # MAGIC: the %%kforge cell magic
-COMMANDS = (EVAL, RUN, BENCH, MAGIC)
+EVAL, RUN, BENCH, MODEL, MAGIC = "eval", "run", "bench", "model", "magic"   # MAGIC: %%kforge
+COMMANDS = (EVAL, RUN, BENCH, MODEL, MAGIC)
 
 JUDGING = frozenset(COMMANDS)               # how candidates are evaluated: every command
-AGENT = frozenset({RUN, BENCH, MAGIC})      # the agent loop and its budget
+AGENT = frozenset({RUN, BENCH, MODEL, MAGIC})   # the agent loop and its budget (per part in
+                                                # a whole model)
+WHOLE_MODEL = frozenset({MODEL, MAGIC})     # `kforge model` and `%%kforge --whole-model`
 SESSION = frozenset({RUN, MAGIC})           # one problem's session, its recordings and resume
 
 # the evaluator's precision policies (evaluator/correctness.py POLICIES, kept equal by
@@ -51,6 +53,18 @@ def at_least_zero(text: str) -> int:
 
 
 at_least_zero.kind = int
+
+
+def part_ids(text: str) -> list[int]:
+    """`0,2,5` -> [0, 2, 5]."""
+    try:
+        ids = [int(t) for t in text.replace(" ", "").split(",") if t]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of part numbers such as "
+                                         "0,2,5") from None
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give part numbers 0 or more, e.g. 0,2,5")
+    return ids
 
 
 @dataclass(frozen=True)
@@ -138,11 +152,29 @@ OPTIONS: tuple[Option, ...] = (
     Option("--restart", "start the bench over instead of resuming its results",
            frozenset({BENCH}), action="store_true"),
 
+    # a whole model's own
+    Option("--whole-model", "treat the cell's Model as a whole model: split it into parts, "
+           "optimise each, recompose and judge it end to end (as `kforge model`)",
+           frozenset({MAGIC}), action="store_true"),
+    Option("--parts", "optimise only these parts, e.g. 0,2,5 (see --list; default: every "
+           "part with compute, biggest time share first)", WHOLE_MODEL, type=part_ids,
+           metavar="IDS"),
+    Option("--top", "optimise only the K parts with the biggest share of the model's time",
+           WHOLE_MODEL, type=positive(int), metavar="K"),
+    Option("--use", "which kernels the recomposed model takes: faster (correct and faster than "
+           "the part's own eager code; default) or correct (every correct kernel)",
+           WHOLE_MODEL, choices=("faster", "correct"), default="faster"),
+    Option("--list", "decompose the model, show its parts (time share, ops, files) and stop",
+           WHOLE_MODEL, action="store_true", dest="list_parts"),
+
     # --json says something else per command
     Option("--json", "print one JSON object (the Result)", frozenset({EVAL}), action="store_true"),
     Option("--json", "print a JSON summary at the end", frozenset({RUN}), action="store_true"),
     Option("--json", "print one JSON object: the bench's folder, its totals (correctness, "
            "fast_p, geomeans) and rows", frozenset({BENCH}), action="store_true"),
+    Option("--json", "print one JSON object: the parts (state, speedups, whether the "
+           "recomposed model uses their kernel) and end_to_end", frozenset({MODEL}),
+           action="store_true"),
 
     # how candidates are judged
     Option("--target", "cpp, triton, cuda, metal or auto (triton with a CUDA GPU, cpp otherwise)",
@@ -163,6 +195,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--allow", "allow a torch op in ModelNew.forward, e.g. conv2d (repeatable); '*' allows "
            "any and requires no kernel of the candidate's own (baselines, sweeps)", JUDGING,
            action="append", metavar="OP"),
+    Option("--measure", "your own measurement: FILE.py defines measure(model, inputs) -> "
+           "dict[str, float], run on the reference and on each correct candidate", JUDGING,
+           metavar="FILE"),
+    Option("--objective", "rank correct candidates by this key of your --measure hook: NAME, "
+           "NAME:max (the default) or NAME:min", JUDGING, metavar="NAME"),
     Option("--no-sandbox", "run candidates with your environment, network and files (the verdict "
            "says so): for kernels that need something the sandbox denies", JUDGING,
            action="store_true"),
@@ -197,7 +234,7 @@ def options(command: str) -> tuple[Option, ...]:
 
 
 def add_options(parser: argparse.ArgumentParser, command: str) -> None:
-    """Add the flags of `command` (eval, run, bench or magic) to `parser`."""
+    """Add the flags of `command` (eval, run, bench, model or magic) to `parser`."""
     for option in options(command):
         option.add_to(parser, command)
 

@@ -92,6 +92,10 @@ class Result:
     resources: dict = field(default_factory=dict)
     # where it was judged: "" in this process, else the worker (local process or Dask worker)
     worker: str = ""
+    # your own measurement (--measure FILE.py), correct candidates only: {"hook": its file,
+    # "reference": {name: value}, "candidate": {...}, "ratio": {name: candidate / reference},
+    # "error": what went wrong, when something did (see kforge_nb/measures.py)}
+    measures: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.state not in STATES:
@@ -115,13 +119,14 @@ class Result:
         return cls(**data)
 
     def summary(self) -> str:
-        """One or two lines a person reads first."""
+        """One or two lines a person reads first (and the hook's measures, when there are)."""
         line = f"{self.state}: {self.message}"
+        hook = f"\n  {measures_line(self.measures)}" if self.measures else ""
         t = self.timing
         if self.state == CORRECT and t.candidate_ms is not None:
             parts = [f"candidate {t.candidate_ms:.4g} ms"]
             if not t.real:   # no speedups from a time that is not a performance figure
-                return f"{line}\n  {parts[0]} ({t.note})"
+                return f"{line}\n  {parts[0]} ({t.note}){hook}"
             if t.eager_ms is not None:
                 spread = f", spread {t.speedup_spread:.0%}" if t.speedup_spread is not None else ""
                 parts.append(f"eager {t.eager_ms:.4g} ms ({t.speedup_vs_eager:.2f}x side by "
@@ -132,4 +137,18 @@ class Result:
             line += "\n  " + ", ".join(parts)
             if not t.real:
                 line += f"\n  ({t.note})"
-        return line
+        return line + hook
+
+
+def measures_line(measures: dict) -> str:
+    """Result.measures in one line: "measure (hook.py): tokens_per_s candidate 1.2e+04,
+    reference 1e+04 (1.20x)"."""
+    cand, ref = measures.get("candidate") or {}, measures.get("reference") or {}
+    ratio = measures.get("ratio") or {}
+    num = lambda v: "-" if v is None else f"{v:.6g}"  # noqa: E731
+    parts = [f"{key} candidate {num(cand.get(key))}, reference {num(ref.get(key))}"
+             + (f" ({ratio[key]:.2f}x)" if key in ratio else "")
+             for key in dict.fromkeys([*cand, *ref])]
+    hook = (measures.get("hook") or "hook").replace("\\", "/").rsplit("/", 1)[-1]
+    line = f"measure ({hook}): " + ("; ".join(parts) or "no values")
+    return line + (f"; error: {measures['error']}" if measures.get("error") else "")

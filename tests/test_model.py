@@ -177,3 +177,25 @@ def test_whole_model_refuses_per_session_flags(ip, flag, tmp_path):  # noqa: F81
     from IPython.core.error import UsageError
     with pytest.raises(UsageError, match="works on one module's session"):
         ip.run_cell_magic("kforge", f"--whole-model {flag} --out {tmp_path}", MODEL.read_text())
+
+
+def test_whole_model_in_a_headless_notebook_keeps_one_final_view(tmp_path):
+    """`%%kforge --whole-model` executed by nbclient: one display, redrawn in place as the
+    parts finish; the saved notebook holds the parts table, the end-to-end line and the
+    profiled timeline before/after as an image, and no widget state."""
+    import nbformat
+    from nbclient import NotebookClient
+    flags = " ".join(FAST) + f" --use correct --top 1 --out {tmp_path / 'runs'}"
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext kforge_nb"),
+        nbformat.v4.new_code_cell(f"%%kforge --whole-model {flags}\n{MODEL.read_text()}"),
+        nbformat.v4.new_code_cell("print(_kforge.summary()['end_to_end']['state'])")])
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = [o for o in nb.cells[1].outputs if o.output_type == "display_data"]
+    assert len(shown) == 1
+    html = shown[0].data["text/html"]
+    assert "linear -&gt; gelu" in html and "end to end: correct" in html
+    assert "data:image/png;base64," in html and "decomposing" not in html
+    assert "widget-view+json" not in nbformat.writes(nb)
+    assert nb.cells[2].outputs[0].text.strip() == "correct"

@@ -70,6 +70,8 @@ class AnalysisRequest:
     history: list[str] = field(default_factory=list)   # earlier recommendations' titles
     iteration: int = 0
     deadline: float | None = None        # as in GenerationRequest
+    objective: str = ""                  # the user's goal (--objective), with the best's values:
+    #                                      "maximise tokens_per_s: candidate 1234.5, ..." or ""
 
 
 @dataclass

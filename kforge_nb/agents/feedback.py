@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ..result import CORRECT, Result
+from ..result import CORRECT, Result, measures_line
 
 PROFILED_CALLS = 1   # the evaluator profiles one call (on inputs no memo has seen)
 
@@ -34,6 +34,8 @@ def describe_result(result: Result) -> str:
         lines.append("Rules that fired: " + ", ".join(result.rules))
     if result.state == CORRECT:
         lines.append(summary_text(profile_summary(result)))
+        if result.measures:                    # the user's own hook (--measure)
+            lines.append(measures_line(result.measures))
     return "\n".join(lines)
 
 

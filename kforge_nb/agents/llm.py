@@ -81,7 +81,8 @@ class LLMAnalyst:
     def analyse(self, request: AnalysisRequest) -> Recommendation:
         target = get_target(request.target)
         context = dict(target=target, code=request.code, summary=request.summary,
-                       summary_text=summary_text(request.summary), history=request.history)
+                       summary_text=summary_text(request.summary), history=request.history,
+                       objective=request.objective)
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
         messages = [{"role": "user", "content": user}]

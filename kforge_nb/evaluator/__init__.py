@@ -14,8 +14,11 @@
  5. Timing (correct candidates only): reference and candidate timed in alternating blocks over
     rotating input sets; the speedup is the median of paired ratios; a timed call's output is
     checked again; a speedup over 10x is timed twice. Profiles, roofline.
- 6. Anything the candidate patched is named and the verdict becomes `rejected`.
- 7. Artifacts: candidate, result.json, logs and traces in one folder.
+ 6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
+    candidate in its worker, on inputs drawn from one seed; its failures are reported in
+    `measures`, never in the verdict.
+ 7. Anything the candidate patched is named and the verdict becomes `rejected`.
+ 8. Artifacts: candidate, result.json, logs and traces in one folder.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import artifacts, devices
+from .. import artifacts, devices, measures
 from ..problem import (NULL_BYTE, Problem, ProblemError, decode_source,
                        null_byte_line)
 from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, RUNTIME_ERROR, UNAVAILABLE,
@@ -44,6 +47,7 @@ from .device_lock import timing_lock
 from .process import Worker, WorkerFailure, default_memory_limit
 
 SUSPICIOUS_SPEEDUP = 10.0
+HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
 
 
 @dataclass
@@ -61,6 +65,11 @@ class EvalOptions:
     timing_budget_s: float = 1.0    # for the interleaved timing rounds, both sides together
     timing_rounds: int = 7
     sandbox: bool = True            # --no-sandbox turns it off (and every verdict says so)
+    # --measure FILE.py: the hook's source (read in the parent, run only in the workers) and
+    # its file; --objective NAME[:min|max], which the session ranks by (kforge_nb/measures.py)
+    measure_hook: str = ""
+    measure_label: str = ""
+    objective: str = ""
 
     def trial_plan(self) -> list[dict]:
         distributions = ["given", "given", "scaled", "uniform"]
@@ -273,6 +282,8 @@ class Evaluation:
                     self.measure(result)
                 except CandidateFailed as failed:     # e.g. out of memory while timed
                     self.overturn(result, failed.result)
+                if result.state == CORRECT and self.options.measure_hook:
+                    self.run_hook(result)
         return tampering(result, sorted(self.tampered))
 
     def lap(self, phase: str) -> None:
@@ -506,6 +517,28 @@ class Evaluation:
         reference = self.ask_judge("profile", str(ref_trace))["events"]
         result.profile = {"candidate_events": events, "reference_events": reference,
                           "trace": str(trace), "reference_trace": str(ref_trace)}
+
+    def run_hook(self, result: Result) -> None:
+        """The user's measure(model, inputs) on each side, inputs drawn as a trial's are. What
+        it raises, returns wrongly or a worker that dies meanwhile is reported in
+        `result.measures`, never in the verdict (the candidate's tampering still counts)."""
+        trial = {"seed": self.options.seed + HOOK_SEED, "distribution": "given"}
+        command = ("measure_hook", self.options.measure_hook, self.options.measure_label, trial)
+        replies = {}
+        for side, worker in (("reference", self.judge), ("candidate", self.worker)):
+            worker.extend(self.options.timeout_s)
+            try:
+                worker.send(command)
+                replies[side] = worker.recv()
+                failed = replies[side].get("failed")    # an error outside the hook's own code
+                if failed:
+                    replies[side] = {"errors": [f"{failed['type']}: {failed['text'][:300]}"]}
+            except (WorkerFailure, OSError) as failure:
+                replies[side] = {"errors": [f"its worker stopped while measuring: {failure}"]}
+        self.received(replies["candidate"])
+        result.measures = measures.combine(self.options.measure_label, replies["reference"],
+                                           replies["candidate"])
+        self.lap("measure hook")
 
     def finished(self, result: Result) -> Result:
         """What every verdict carries: where the candidate ran, and the memory it took."""

@@ -13,6 +13,7 @@ tuples and dicts over a pipe; the parent drives both, one step at a time.
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import traceback
@@ -237,6 +238,9 @@ class Judge:
     def profile(self, trace: str) -> dict:
         return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
 
+    def measure_hook(self, source: str, label: str, trial: dict) -> dict:
+        return run_hook(source, label, self.model, self.module, trial, self.device)
+
     def baselines(self) -> dict:
         """Eager and torch.compile in alternating blocks (a burst of load hits both sides):
         a display, cached per problem. The ratio is the median of the blocks' ratios."""
@@ -394,6 +398,47 @@ class Candidate:
 
     def profile(self, trace: str) -> dict:
         return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
+
+    def measure_hook(self, source: str, label: str, trial: dict) -> dict:
+        # outside the audit: the hook may call the model and synchronise as it likes
+        return run_hook(source, label, self.model, self.problem, trial, self.device)
+
+
+def run_hook(source: str, label: str, model, problem, trial: dict, device: str) -> dict:
+    """The user's measure(model, inputs) (--measure), on inputs drawn from `trial`'s seed as the
+    trials draw them: {"values": {name: float}, "errors": [...]}. It never raises: a hook's
+    failure is reported, and the verdict is already decided."""
+    try:
+        hook = harness.load_module(source, label, "kforge_measure_hook")
+        inputs = harness.trial_inputs(problem, trial, device)
+        with torch.no_grad():                  # as the trials and the timed calls run
+            returned = hook.measure(model, inputs)
+        harness.synchronize(device)
+        return hook_values(returned)
+    except BaseException as exc:               # SystemExit too: this worker must answer
+        err = error_report(exc, label, source)
+        where = f" at {label} line {err['line']} ({err['source_line']})" if err.get("line") else ""
+        return {"values": {}, "errors": [f"measure() raised {err['type']}: "
+                                         f"{err['text'][:300]}{where}"]}
+    finally:
+        harness.release(device)
+
+
+def hook_values(returned) -> dict:
+    """measure()'s dict as finite numbers by name; any other value is an error for its key."""
+    if not isinstance(returned, dict):
+        return {"values": {}, "errors": [f"measure() returned {harness.describe_value(returned)}"
+                                         ", not a dict of numbers"]}
+    values, errors = {}, []
+    for key, value in returned.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and math.isfinite(float(value)):
+            values[str(key)] = float(value)
+        else:
+            hint = " (use .item())" if isinstance(value, torch.Tensor) else ""
+            errors.append(f"{key!r} is {harness.describe_value(value)}, not a finite "
+                          f"number{hint}")
+    return {"values": values, "errors": errors}
 
 
 def profile_fresh(model, sets, device: str, trace: str) -> list[dict]:

@@ -85,7 +85,8 @@ def kind_of(node: torch.fx.Node, modules: dict) -> str:
 
 
 def snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    """LayerNorm -> layer_norm, ReLU -> relu, LeakyReLU -> leaky_relu, RMSNorm -> rms_norm."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 # --- tracing ------------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ from ..targets import get_target
 from .recompose import PartCode, recompose
 
 DECOMPOSE_TIMEOUT_S = 600.0
+# a part's kernel must beat its eager code by more than timing noise to replace it
+USE_MARGIN = 1.02
 
 
 class ModelError(ValueError):
@@ -296,7 +298,10 @@ def part_result(session, use: str = "faster") -> dict:
     if not t.real:
         return {**row, "used": True, "why": f"correct; not timed for real ({t.note})"}
     if t.speedup_vs_eager is None or t.speedup_vs_eager <= 1.0:
-        return {**row, "used": False, "why": "slower than its eager code: kept as it is"}
+        return {**row, "used": False, "why": "slower than its eager code: kept as written"}
+    if t.speedup_vs_eager < USE_MARGIN:
+        return {**row, "used": False, "why": f"within {USE_MARGIN - 1:.0%} of its eager code "
+                "(timing noise): kept as written"}
     return {**row, "used": True, "why": "correct and faster than its eager code"}
 
 

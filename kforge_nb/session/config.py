@@ -26,6 +26,14 @@ def session_from_args(problem: Problem, args, policy=None) -> Session:
         translate_from=args.translate_from, out=args.out, policy=policy)
 
 
+def model_session_from_args(problem: Problem, args):
+    """The ModelSession `kforge model` (and `%%kforge --whole-model`) builds for these options."""
+    from ..model import ModelSession
+    return ModelSession(problem, args.target, agents=agents_from_args(args),
+                        budget=budget_from_args(args), options=eval_options(args),
+                        parts=args.parts, top=args.top, use=args.use, out=args.out)
+
+
 def agents_from_args(args):
     """AgentConfig from the agent flags (`kforge bench` has no recording flags: None there)."""
     from ..agents import AgentConfig
@@ -58,13 +66,17 @@ def resume_from_args(args, policy=None, mode: str | None = None) -> Session:
 
 
 def eval_options(args):
-    """EvalOptions from the evaluation flags every command shares (see options.JUDGING)."""
+    """EvalOptions from the evaluation flags every command shares (see options.JUDGING). A
+    --measure hook is read (never run) here: a missing file, or one without `measure`, is a
+    MeasureError (a usage error, exit 2)."""
     from ..evaluator import EvalOptions
     from ..guardrails import Guardrails
+    from ..measures import eval_fields
     return EvalOptions(
         trials=args.trials, timeout_s=args.timeout, precision=args.precision, out_dir=args.out,
         guardrails=Guardrails(bans=args.ban, requires=args.require, allow=args.allow,
                               precision=args.precision),
         baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
         shape_check=not args.no_shape_check,
-        sandbox=not getattr(args, "no_sandbox", False))
+        sandbox=not getattr(args, "no_sandbox", False),
+        **eval_fields(getattr(args, "measure", None), getattr(args, "objective", None)))

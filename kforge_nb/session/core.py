@@ -3,6 +3,7 @@
     functional pass:   generate -> evaluate -> (fix with the verdict's feedback) ... until correct
     optimisation pass: analyse the best candidate -> ONE recommendation -> decision (policy) ->
                        generate with it -> evaluate -> keep the fastest correct candidate
+                       (or the best by your --objective, see measures.py)
 
 Each round asks for `samples` candidates, evaluated concurrently (timings are serialised by the
 evaluator). Budgets: iterations, wall time, tokens, cost, a target speedup, and K rounds without
@@ -21,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from .. import artifacts
+from .. import artifacts, measures
 from ..agents import AgentConfig, make_agents
 from ..agents.base import AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage
 from ..agents.feedback import profile_summary, why_slower_than_eager
@@ -110,7 +111,13 @@ class Session:
     @property
     def best(self) -> Attempt | None:
         correct = [a for a in self.history if a.result.state == CORRECT]
-        return min(correct, key=lambda a: a.speed) if correct else None
+        return min(correct, key=self._rank) if correct else None
+
+    def _rank(self, attempt: Attempt) -> tuple:
+        """Lower ranks first: by the objective (--objective) where the candidate has that
+        measure, ahead of those without it, which rank by speed as always."""
+        score = measures.score(attempt.result, self.options.objective)
+        return (0, score) if score is not None else (1, attempt.speed)
 
     @property
     def running(self) -> bool:
@@ -191,6 +198,7 @@ class Session:
             "elapsed_s": round(self.elapsed(), 2),
             "artifacts": str(self.folder), "error": self.error,
             "advice": self.advice(),
+            "measures": best.result.measures if best else {},
         }
 
     def advice(self) -> str | None:
@@ -429,7 +437,9 @@ class Session:
         history = [a.recommendation.title for a in self.history if a.recommendation]
         request = AnalysisRequest(self.problem, self.target.name, best.code, best.result,
                                   profile_summary(best.result), history, iteration,
-                                  deadline=self._deadline())
+                                  deadline=self._deadline(),
+                                  objective=measures.objective_text(best.result,
+                                                                    self.options.objective))
         recommendation = self.analyst.analyse(request)
         self._last_recommendation = recommendation
         with self._usage_lock:

@@ -13,6 +13,8 @@ import html
 import io
 from functools import lru_cache
 
+from ..result import measures_line
+
 STATE_COLOURS = {
     "correct": "#2e7d32", "mismatch": "#ef6c00", "compile_failure": "#c62828",
     "runtime_error": "#ad1457", "rejected": "#6a1b9a", "generation_failure": "#616161",
@@ -61,6 +63,8 @@ def best_line(record: dict) -> str:
 
 def to_text(record: dict) -> str:
     lines = [headline(record), best_line(record)]
+    if record["summary"].get("measures"):        # the best candidate's --measure hook
+        lines.append(measures_line(record["summary"]["measures"]))
     if record.get("timing_note"):
         lines.append(f"NOTE: timings are not performance figures: {record['timing_note']}")
     if record["summary"].get("error"):
@@ -75,6 +79,8 @@ def to_html(record: dict) -> str:
              f'padding:8px">',
              f'<div style="font-size:14px"><b>kforge</b> · {esc(headline(record)[8:])}</div>',
              f'<div>{esc(best_line(record))}</div>']
+    if s.get("measures"):
+        parts.append(f'<div>{esc(measures_line(s["measures"]))}</div>')
     if record.get("timing_note"):
         parts.append(f'<div style="{NOTE}">&#9888; timings are not performance figures: '
                      f'{esc(record["timing_note"])}</div>')

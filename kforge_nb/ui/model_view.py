@@ -15,8 +15,9 @@ from ..session.events import Event
 from .terminal import Progress
 
 
-def speed(value) -> str:
-    return f"{value:.2f}x" if value else "-"
+def speed(value, real=True) -> str:
+    """A speedup, or `-` where there is none or the timing is not a performance figure."""
+    return f"{value:.2f}x" if value and real is not False else "-"
 
 
 def parts_table(rows: list[dict]) -> str:
@@ -32,8 +33,9 @@ def parts_table(rows: list[dict]) -> str:
                           f"x{r['occurrences']}", r["label"]))
             continue
         lines.append((str(r["part"]), f"{r['share']:.0%}", f"x{r['occurrences']}",
-                      r["label"][:38], r["state"], speed(r.get("speedup_vs_eager")),
-                      speed(r.get("speedup_vs_compile")),
+                      r["label"][:38], r["state"],
+                      speed(r.get("speedup_vs_eager"), r.get("timing_real")),
+                      speed(r.get("speedup_vs_compile"), r.get("timing_real")),
                       "kernel" if r.get("used") else "as written"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
@@ -93,8 +95,9 @@ class TerminalModelProgress:
                                      d["event"]["data"]))
         elif event.kind == "part_finished":
             r = d["part"]
-            self.say(f"part {r['part']}: {r['state']}, {speed(r.get('speedup_vs_eager'))} vs "
-                     f"eager; {'kernel used' if r['used'] else 'kept as written'} ({r['why']})")
+            self.say(f"part {r['part']}: {r['state']}, "
+                     f"{speed(r.get('speedup_vs_eager'), r.get('timing_real'))} vs eager; "
+                     f"{'kernel used' if r['used'] else 'kept as written'} ({r['why']})")
         elif event.kind == "recomposed":
             self.say(f"recomposed: {d['path']}")
 
@@ -126,7 +129,8 @@ def summary_html(summary: dict, live_part: str = "") -> str:
     for r in summary["parts"]:
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             r["part"], f"{r['share']:.0%}", f"x{r['occurrences']}", r["label"], r["state"],
-            speed(r.get("speedup_vs_eager")), speed(r.get("speedup_vs_compile")),
+            speed(r.get("speedup_vs_eager"), r.get("timing_real")),
+            speed(r.get("speedup_vs_compile"), r.get("timing_real")),
             "kernel" if r.get("used") else "as written")) +
             f"<td title='{html.escape(r.get('why', ''))}'>{html.escape(r.get('why', ''))}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("part", "share", "uses", "ops", "state", "vs eager",

@@ -213,10 +213,24 @@ def keep_pytorch(f: dict) -> Recommendation:
                "in PyTorch.", reason + ".", "none.", action)
 
 
+def with_objective(recommendation: Recommendation, objective: str) -> Recommendation:
+    """The user's goal (--objective) said in the text, before the action line the generator
+    reads. The rules themselves know only speed."""
+    if objective:
+        what, sep, action = recommendation.text.rpartition("\naction: ")
+        text = f"{what} Your objective: {objective}.{sep}{action}" if sep else \
+            f"{recommendation.text} Your objective: {objective}."
+        recommendation.text = recommendation.response = text
+    return recommendation
+
+
 class BuiltinAnalyst:
     """Rule-based analysis agent: one recommendation, never one already given."""
 
     def analyse(self, request: AnalysisRequest) -> Recommendation:
+        return with_objective(self.choose(request), request.objective)
+
+    def choose(self, request: AnalysisRequest) -> Recommendation:
         f = facts(request)
         if f["state"] != "correct":
             return rec("make it correct first",
