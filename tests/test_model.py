@@ -199,3 +199,20 @@ def test_whole_model_in_a_headless_notebook_keeps_one_final_view(tmp_path):
     assert "data:image/png;base64," in html and "decomposing" not in html
     assert "widget-view+json" not in nbformat.writes(nb)
     assert nb.cells[2].outputs[0].text.strip() == "correct"
+
+
+def test_a_measurement_hook_on_the_recomposed_model(kforge_cli):
+    """--measure runs the user's throughput hook on the model and on the recomposed model,
+    each in its own worker; the summary carries both (values, not which is faster)."""
+    hook = REPO / "benchmarks" / "hooks" / "tokens_per_s.py"
+    done = kforge_cli("model", str(MODEL), *FAST, "--use", "correct", "--top", "1",
+                      "--measure", str(hook), "--objective", "tokens_per_s", "--json",
+                      timeout=600)
+    summary = json.loads(done.stdout)
+    measures = summary["end_to_end"]["measures"]
+    assert measures["hook"].endswith("tokens_per_s.py") and "error" not in measures, measures
+    for side in ("reference", "candidate"):
+        assert measures[side]["tokens_per_s"] > 0 and measures[side]["latency_ms"] > 0
+    assert measures["ratio"]["tokens_per_s"] > 0
+    part = next(p for p in summary["parts"] if p["state"] != "not optimised")
+    assert part["measures"]["candidate"]["tokens_per_s"] > 0    # the part's session, too

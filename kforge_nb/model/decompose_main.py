@@ -24,6 +24,7 @@ import torch
 import torch.fx
 from torch.overrides import TorchFunctionMode
 
+from ..evaluator import harness
 from .graph import DecomposeError, Recorder, group_nodes, trace
 from .partfile import build_part
 
@@ -31,27 +32,18 @@ INIT_SEED = 0          # the evaluator's default EvalOptions.seed: the weights t
 
 
 def load(source: str, name: str, filename: str = "") -> types.ModuleType:
-    filename = filename or f"<{name}>"
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    sys.modules[name] = module
-    exec(compile(source, filename, "exec"), module.__dict__)
-    return module
-
-
-def on(device: str, values):
-    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+    return harness.load_module(source, filename or f"<{name}>", name)
 
 
 def decompose(job: dict) -> dict:
     device, folder = job["device"], Path(job["folder"])
     reference = load(job["source"], "kforge_whole_model")
     torch.manual_seed(INIT_SEED)
-    init = list(reference.get_init_inputs())
+    init = harness.argument_list(reference.get_init_inputs(), "get_init_inputs()")
     torch.manual_seed(INIT_SEED)
     model = reference.Model(*init).to(device)
     torch.manual_seed(INIT_SEED)
-    inputs = on(device, list(reference.get_inputs()))
+    inputs = harness.to_device(harness.argument_list(reference.get_inputs()), device)
     gm, rebuild = trace(model)
     recorder = Recorder(gm)
     with torch.no_grad():
@@ -179,7 +171,7 @@ class Recomposed:
                 self.functions[step["part"]] |= log.names
             got = eval(self.output, {}, env)   # noqa: S307
         errors = [(a.float() - b.float()).abs().max().item() if a.numel() else 0.0
-                  for a, b in zip(flat(got), flat(expected))]
+                  for a, b in zip(harness.as_tensor_list(got), harness.as_tensor_list(expected))]
         return {"max_abs_error": max(errors, default=0.0), "outputs": len(errors)}
 
     def time(self, inputs, device: str, repeats: int) -> None:
@@ -212,14 +204,6 @@ def attr(model, path: str):
     for name in path.split("."):
         model = getattr(model, name)
     return model
-
-
-def flat(value) -> list:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in flat(v)]
-    return []
 
 
 def main(path: str) -> int:

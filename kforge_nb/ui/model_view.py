@@ -11,6 +11,7 @@ import html
 import io
 import sys
 
+from ..result import measures_line
 from ..session.events import Event
 from .terminal import Progress
 
@@ -59,7 +60,10 @@ def end_to_end_line(e2e: dict) -> str:
     else:
         line += f": {e2e['message'].splitlines()[0][:200]}"
     parts = ", ".join(map(str, e2e.get("kernels", []))) or "none"
-    return line + f"\n  kernels of parts {parts}; recomposed model: {e2e['path']}"
+    line += f"\n  kernels of parts {parts}; recomposed model: {e2e['path']}"
+    if e2e.get("measures"):
+        line += "\n  " + measures_line(e2e["measures"])
+    return line
 
 
 def summary_text(summary: dict) -> str:
