@@ -168,7 +168,9 @@ def cmd_model(args) -> int:
         else:
             for part in found["parts"]:
                 print(f"part {part['id']}: {part['file']}")
-            print(f"optimise some with: kforge model {args.reference} --parts 0,2")
+            biggest = sorted(found["parts"], key=lambda p: -p["share"])[:2]
+            print(f"optimise some with: kforge model {args.reference} --parts "
+                  f"{','.join(str(p['id']) for p in biggest)}")
         return EXIT_CORRECT
     try:
         summary = session.run()

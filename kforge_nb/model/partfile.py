@@ -121,7 +121,10 @@ class Writer:
                                           else op_name(node, self.modules))
         graph.output(env[group.nodes[-1]])
         forward, imports = self.forward_code(graph)
-        ops = [op_name(n, self.modules) for n in group.nodes]
+        # what the part computes: its own nodes, and a layer recomputed in it for the tuple it
+        # returns (an LSTM's output is a tuple: the part is the LSTM and the getitem after it)
+        members = set(group.nodes)
+        ops = [op_name(n, self.modules) for n in body if n in members or n.op == "call_module"]
         shapes = [(self.infos[n].shape, self.infos[n].dtype) for n in inputs]
         layers = [line for line in init if " = nn." in line and "nn.Parameter" not in line]
         # identical parts share a key whatever their layers are called (norm, out_norm)
