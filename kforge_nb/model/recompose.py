@@ -121,12 +121,28 @@ def banner(text: str) -> str:
     return f"# {'-' * 4} {text} {'-' * max(4, 94 - len(text))}"
 
 
+def forward_lines(decomposition: dict) -> list[str]:
+    """The forward's body: a call per part, and each value dropped after its last use (as
+    eager code frees it: kept to the end, every activation would stay allocated)."""
+    steps, returned = decomposition["steps"], set(re.findall(r"\w+", decomposition["output"]))
+    last = {}
+    for k, step in enumerate(steps):
+        for name in step["inputs"]:
+            last[name] = k
+    lines = []
+    for k, step in enumerate(steps):
+        lines.append(f"        {step['output']} = parts[{k}]({', '.join(step['inputs'])})")
+        done = [n for n in dict.fromkeys(step["inputs"]) if last[n] == k and n not in returned]
+        if done:
+            lines.append(f"        del {', '.join(done)}")
+    return lines
+
+
 def recomposition(decomposition: dict, classes: dict[int, str]) -> str:
     steps = decomposition["steps"]
     table = ",\n    ".join(f"({classes[s['part']]}, {[tuple(t) for t in s['ties']]!r})"
                            for s in steps)
-    calls = "\n".join(f"        {s['output']} = parts[{k}]({', '.join(s['inputs'])})"
-                      for k, s in enumerate(steps))
+    calls = "\n".join(forward_lines(decomposition))
     args = ", ".join(["self", *decomposition["args"]])
     return f'''# each call of a part in forward: (its class, [(its weight, the model's weight), ...])
 _KFORGE_STEPS = [
