@@ -216,3 +216,20 @@ def test_a_measurement_hook_on_the_recomposed_model(kforge_cli):
     assert measures["ratio"]["tokens_per_s"] > 0
     part = next(p for p in summary["parts"] if p["state"] != "not optimised")
     assert part["measures"]["candidate"]["tokens_per_s"] > 0    # the part's session, too
+
+
+def test_a_provider_that_cannot_start_stops_the_model_at_its_first_part(tmp_path):
+    """No API key for --provider anthropic: the first part's session says why, and the model
+    stops there (exit 2) instead of failing every part the same way."""
+    import os
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run([sys.executable, "-m", "kforge_nb.cli", "model", str(MODEL),
+                           "--target", "cpp", "--provider", "anthropic", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert "provider error" in summary["error"] and "ANTHROPIC_API_KEY" in summary["error"]
+    tried = [p for p in summary["parts"] if p["state"] != "not optimised"]
+    assert len(tried) == 1
+    assert "Traceback" not in done.stderr

@@ -42,6 +42,8 @@ from .recompose import PartCode, recompose
 DECOMPOSE_TIMEOUT_S = 600.0
 # a part's kernel must beat its eager code by more than timing noise to replace it
 USE_MARGIN = 1.02
+# a part's session that ended so stops the whole model (see Session.run's finish reasons)
+SETUP_ERRORS = ("provider error", "bad input", "engine error", "internal error")
 
 
 class ModelError(ValueError):
@@ -222,6 +224,9 @@ class ModelSession:
         self.rows[part].update(part_result(session, self.use))
         self._emit("part_finished", part=self.rows[part])
         self._save()
+        if session.finish_reason.startswith(SETUP_ERRORS):
+            # the next part would fail the same way (no key, no model, a broken engine)
+            raise ModelError(f"part {part}: {session.finish_reason}")
 
     def _recompose_and_judge(self) -> None:
         codes, allow = [], set()
