@@ -13,6 +13,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .knowledge import folder_argument
+
 EVAL, RUN, BENCH, MODEL, MAGIC = "eval", "run", "bench", "model", "magic"   # MAGIC: %%kforge
 COMMANDS = (EVAL, RUN, BENCH, MODEL, MAGIC)
 
@@ -131,8 +133,13 @@ OPTIONS: tuple[Option, ...] = (
            "for iterations 0 and 2 (repeatable)", SESSION, action="append", metavar="PATH"),
     Option("--hint", "an instruction added to every generation prompt", AGENT, default="",
            trait=True),
+    Option("--knowledge", "a folder of knowledge notes (Markdown with front matter) that join "
+           "the built-in ones; a prompt gets the few that fit its target, ops and bottleneck "
+           "(repeatable)", AGENT, type=folder_argument, action="append", metavar="DIR"),
     Option("--prompts", "folder of Jinja2 templates overriding the built-in ones (generate.j2, "
            "generate.iter3.j2, analyse.j2, ...)", AGENT, metavar="DIR", trait=True),
+    Option("--no-images", "send the analysis agent the profile as text only, without its "
+           "pictures (kernel timeline, roofline)", AGENT, action="store_true"),
     Option("--wall-time", "stop after this many seconds", AGENT, type=positive(float)),
     Option("--max-tokens", "stop once this many tokens are used", AGENT, type=positive(int)),
     Option("--max-cost", "stop once this many USD are spent", AGENT, type=positive(float)),

@@ -58,6 +58,15 @@ class Timing:
     speedup_spread: float | None = None     # (p75 - p25) / median of the paired ratios
     rounds: int = 0                    # alternating blocks per side
     input_sets: int = 0                # distinct input sets the timed calls rotated over
+    # under --precision tf32/bf16/fp16 (None under strict): the reference as a user would run it
+    # under that policy, e.g. "bf16 (autocast)" (evaluator/policy.py). Its eager time is a third
+    # side of the same interleaved rounds (a median of paired ratios); torch.compile a cached
+    # display. The fields above stay the fp32 figures; the trials always compare against fp32.
+    policy: str | None = None
+    eager_policy_ms: float | None = None
+    compile_policy_ms: float | None = None
+    speedup_vs_eager_policy: float | None = None
+    speedup_vs_compile_policy: float | None = None
 
 
 @dataclass
@@ -135,9 +144,20 @@ class Result:
                 parts.append(f"torch.compile {t.compile_ms:.4g} ms cached "
                              f"({t.speedup_vs_compile:.2f}x)")
             line += "\n  " + ", ".join(parts)
+            if t.policy:
+                line += "\n  " + policy_line(t)
             if not t.real:
                 line += f"\n  ({t.note})"
         return line + hook
+
+
+def policy_line(t: Timing) -> str:
+    """"under bf16 (autocast): eager 0.41 ms (1.05x), torch.compile 0.30 ms (0.77x)"."""
+    parts = [f"{name} {ms:.4g} ms ({speedup:.2f}x)" for name, ms, speedup in (
+        ("eager", t.eager_policy_ms, t.speedup_vs_eager_policy),
+        ("torch.compile", t.compile_policy_ms, t.speedup_vs_compile_policy))
+        if ms is not None and speedup is not None]
+    return f"under {t.policy}" + (": " + ", ".join(parts) if parts else "")
 
 
 def measures_line(measures: dict) -> str:

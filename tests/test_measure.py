@@ -133,7 +133,7 @@ def test_the_objective_reaches_the_analysis_prompt(kforge_cli, tmp_path, monkeyp
                           "--objective", "calls_per_s", "--json")
     assert done.returncode == 0, done.stderr
     assert len(server.requests) == 3
-    analysis = server.requests[1]["body"]["messages"][0]["content"]
+    analysis = server.user_prompts()[1]
     assert "## Objective" in analysis and "maximise calls_per_s: candidate " in analysis
     assert ", reference " in analysis
     # the generation that applies the advice is shown the hook's values too

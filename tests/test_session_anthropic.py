@@ -78,8 +78,8 @@ def test_optimisation_round_applies_the_analysts_recommendation(api, tmp_path):
     server = api([answer(GOOD), RECOMMENDATION, answer(FASTER)])
     session = run_session(tmp_path, iterations=2)
     assert [a.result.state for a in session.history] == ["correct", "correct"]
-    analysis_request, optimise_request = server.requests[1]["body"], server.requests[2]["body"]
-    assert "Profile summary" in analysis_request["messages"][0]["content"]
+    optimise_request = server.requests[2]["body"]
+    assert "Profile summary" in server.user_prompts()[1]
     assert "schedule(static, 4)" in optimise_request["messages"][0]["content"]
     assert session.history[1].recommendation.title == "chunk the rows"
     iteration = Path(session.folder) / "iter-01"

@@ -1,7 +1,7 @@
 """Generation and analysis agents, and how a session gets a pair of them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..providers import get_provider, resolve
 from ..providers.recording import Recorder, ReplayProvider
@@ -24,6 +24,9 @@ class AgentConfig:
     hint: str = ""
     precision: str = "strict"
     max_tokens: int = 8192
+    knowledge_dirs: list[str] = field(default_factory=list)   # --knowledge: folders of notes
+    images: bool = True                      # pictures of the profile for an analyst whose
+    #                                          provider accepts them (--no-images: text only)
     analyst: object | None = None            # an AnalysisAgent of your own (a script, a rule
     #                                          set): replaces the provider's analysis role
 
@@ -47,13 +50,17 @@ def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, st
         return Recorder(provider, config.record, role) if config.record else provider
 
     prompts = Prompts(config.prompts_dir, config.prompt_append or {})
+    from . import pictures
     from .llm import LLMAnalyst, LLMGenerator
     gen_provider = provider_for("generation", name, config.model)
     analysis_name = config.analysis_provider or name
     ana_provider = provider_for("analysis", analysis_name, config.analysis_model or config.model)
     generator = LLMGenerator(gen_provider, prompts, config.max_tokens, config.hint,
-                             config.precision)
-    analyst = config.analyst or LLMAnalyst(ana_provider, prompts)
+                             config.precision, knowledge_dirs=config.knowledge_dirs)
+    analyst = config.analyst or LLMAnalyst(ana_provider, prompts, images=config.images)
+    if isinstance(analyst, LLMAnalyst) and analyst.images and not pictures.available():
+        notices.append("the analyst gets no pictures of the profile: matplotlib is not "
+                       "installed (pip install matplotlib)")
     description = f"{gen_provider.name}:{gen_provider.model}"
     if ana_provider.model != gen_provider.model:
         description += f" (analysis {ana_provider.name}:{ana_provider.model})"

@@ -58,6 +58,7 @@ class Generation:
     notes: str = ""                      # e.g. the builtin agent's coverage statement
     kept_ops: list[str] = field(default_factory=list)   # torch ops left in forward on purpose
                                          # (builtin agent only; passed to the guardrails' allow)
+    knowledge: list[str] = field(default_factory=list)  # the knowledge notes in its prompt
 
 
 @dataclass
@@ -84,6 +85,8 @@ class Recommendation:
     usage: Usage = field(default_factory=Usage)
     messages: list[dict] = field(default_factory=list)
     response: str = ""
+    pictures: list = field(default_factory=list)   # agents.pictures.Picture: what the analyst
+                                         # was shown beside its prompt (saved next to it)
 
 
 class GenerationAgent(Protocol):

@@ -5,7 +5,9 @@ time shares, launches per call, achieved bandwidth and FLOP rate against the dev
 """
 from __future__ import annotations
 
+import csv
 import re
+import shutil
 from collections import defaultdict
 
 from ..result import CORRECT, Result, measures_line
@@ -95,6 +97,8 @@ def profile_summary(result: Result) -> dict:
         "peak_bandwidth": r.peak_bandwidth,
         "achieved_flops": r.flops / (ms * 1e-3) if (r.flops and ms) else None,
         "peak_flops": r.peak_flops,
+        **({"ncu": parse_ncu_csv(result.profile["ncu_csv"])}
+           if (result.profile or {}).get("ncu_csv") else {}),
     }
 
 
@@ -118,4 +122,53 @@ def summary_text(s: dict) -> str:
     if s.get("top_kernels"):
         lines.append("Top kernels (share of the candidate's time):")
         lines += [f"  - {k['name']} {k['share']:.0%}" for k in s["top_kernels"]]
+    if s.get("ncu"):
+        lines.append("Nsight Compute, per kernel:")
+        lines += [f"  - {k['name']}: " + ", ".join(
+            shown.format(k[metric]) for metric, shown in NCU_METRICS.items()
+            if k.get(metric) is not None) for k in s["ncu"]]
     return "\n".join(lines)
+
+
+# Nsight Compute metrics the analyst is told, where `ncu` profiled the candidate: the profile's
+# "ncu_csv" holds the output of `ncu_command(...) python ...` (a CUDA GPU with ncu on the PATH).
+# Shares and counts only: the time is the profiler's, above.
+NCU_METRICS = {
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "compute {:.0f}% of peak",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM {:.0f}% of peak",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy {:.0f}%",
+    "launch__registers_per_thread": "{:.0f} registers/thread",
+}
+
+
+def ncu_command(target: str) -> list[str] | None:
+    """The `ncu` prefix for the command that runs a candidate, or None: not a CUDA target, or
+    no ncu on the PATH."""
+    if target not in ("cuda", "triton") or not shutil.which("ncu"):
+        return None
+    return ["ncu", "--csv", "--page", "raw", "--metrics", ",".join(NCU_METRICS)]
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """`ncu --csv --page raw` output: a header row ("ID", ..., "Kernel Name", metrics), a row
+    of units, a row per profiled kernel; the program's own output and ncu's ==PROF== lines may
+    come first. [{"name", metric: value}] with each metric of NCU_METRICS found."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
+    if start is None:
+        return []
+    header, *rows = csv.reader(lines[start:])
+    kernels = []
+    for row in rows[1:]:                        # rows[0] holds the units
+        cells = dict(zip(header, row))
+        if len(row) == len(header):
+            kernels.append({"name": cells.get("Kernel Name", "?"),
+                            **{m: ncu_number(cells[m]) for m in NCU_METRICS if m in cells}})
+    return kernels
+
+
+def ncu_number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))     # ncu groups thousands: "5,344"
+    except ValueError:
+        return None                             # "n/a"

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import re
 
+from .. import knowledge as kb
 from ..providers.pricing import cost_usd
 from ..targets import get_target
 from .base import (AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage)
 from .feedback import describe_result, summary_text
+from .pictures import pictures, user_content
 from .prompts import Prompts
 
 CODE_BLOCK = re.compile(r"```[ \t]*(python|py)?[^\n]*\n(.*?)```", re.DOTALL)
@@ -31,35 +33,54 @@ def usage_of(reply, model: str) -> Usage:
 
 class LLMGenerator:
     def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 8192,
-                 hint: str = "", precision: str = "strict", knowledge: bool = True):
+                 hint: str = "", precision: str = "strict", knowledge: bool = True,
+                 knowledge_dirs: list[str] | None = None, notes: int = kb.LIMIT):
         self.provider, self.prompts = provider, prompts or Prompts()
         self.max_tokens, self.hint, self.precision = max_tokens, hint, precision
-        self.knowledge = knowledge
+        self.knowledge, self.notes = knowledge, notes
+        self.user_notes = kb.user_notes(knowledge_dirs)    # read once; a missing folder fails here
+
+    def chosen_notes(self, request: GenerationRequest, target) -> list[kb.Pick]:
+        """The notes for a first or an optimising prompt (a fix prompt is about the error)."""
+        if not self.knowledge or request.kind == "fix":
+            return []
+        result = request.previous_result
+        bound = result.roofline.bound if result is not None else None
+        notes = kb.pool(target.knowledge(), target.name, self.user_notes)
+        return kb.choose(notes, target.name, kb.problem_ops(request.problem.source), bound,
+                         self.notes)
 
     def messages(self, request: GenerationRequest) -> tuple[str, list[dict]]:
+        system, messages, _ = self._prompt(request)
+        return system, messages
+
+    def _prompt(self, request: GenerationRequest) -> tuple[str, list[dict], list[kb.Pick]]:
         target = get_target(request.target)
-        knowledge = [(p.stem, p.read_text()) for p in target.knowledge()] if self.knowledge else []
+        picks = self.chosen_notes(request, target)
         context = dict(
             target=target, problem=request.problem, kind=request.kind, precision=self.precision,
-            example=target.example(), knowledge=knowledge, translate_from=request.translate_from,
+            example=target.example(), knowledge=[(p.note.name, p.note.text) for p in picks],
+            knowledge_why=[p.why for p in picks], translate_from=request.translate_from,
             previous_code=request.previous_code, instruction=request.instruction,
             feedback=describe_result(request.previous_result) if request.previous_result else "",
             aux=request.aux, hint=self.hint)
         system = self.prompts.render("generate_system", request.iteration, **context)
         user = self.prompts.render("generate", request.iteration, **context)
-        return system, [{"role": "user", "content": user}]
+        return system, [{"role": "user", "content": user}], picks
 
     def generate(self, request: GenerationRequest) -> Generation:
-        system, messages = self.messages(request)
+        system, messages, picks = self._prompt(request)
         reply = self.provider.complete(system, messages, self.max_tokens,
                                        deadline=request.deadline)
         usage = usage_of(reply, self.provider.model)
         sent = [{"role": "system", "content": system}, *messages]
+        notes = [p.note.name for p in picks]
         if reply.truncated:
             return Generation(None, reply.text, sent, usage,
-                              f"truncated: the answer hit max_tokens ({self.max_tokens})")
+                              f"truncated: the answer hit max_tokens ({self.max_tokens})",
+                              knowledge=notes)
         code, failure = extract_code(reply.text)
-        return Generation(code, reply.text, sent, usage, failure)
+        return Generation(code, reply.text, sent, usage, failure, knowledge=notes)
 
 
 FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN):\s*", re.MULTILINE)
@@ -75,17 +96,21 @@ def parse_recommendation(text: str) -> dict[str, str]:
 
 
 class LLMAnalyst:
-    def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 2048):
+    def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 2048,
+                 images: bool = True):
         self.provider, self.prompts, self.max_tokens = provider, prompts or Prompts(), max_tokens
+        # pictures of the profile go to a provider that declares it takes them (--no-images: none)
+        self.images = images and getattr(provider, "accepts_images", False)
 
     def analyse(self, request: AnalysisRequest) -> Recommendation:
         target = get_target(request.target)
+        found = pictures(request.result) if self.images else []
         context = dict(target=target, code=request.code, summary=request.summary,
                        summary_text=summary_text(request.summary), history=request.history,
-                       objective=request.objective)
+                       objective=request.objective, pictures=[p.caption for p in found])
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
-        messages = [{"role": "user", "content": user}]
+        messages = [{"role": "user", "content": user_content(user, found)}]
         reply = self.provider.complete(system, messages, self.max_tokens,
                                        deadline=request.deadline)
         fields = parse_recommendation(reply.text)
@@ -93,4 +118,6 @@ class LLMAnalyst:
             title=fields.get("title", ""), text=fields.get("recommendation", ""),
             expected_gain=fields.get("expected gain", ""),
             usage=usage_of(reply, self.provider.model),
-            messages=[{"role": "system", "content": system}, *messages], response=reply.text)
+            messages=[{"role": "system", "content": system},   # pictures named by their files
+                      {"role": "user", "content": user_content(user, found, files=True)}],
+            response=reply.text, pictures=found)

@@ -33,6 +33,10 @@ class Row:
     worker: str = ""
     folder: str = ""                   # the run or evaluation folder
     note: str = ""
+    # --precision tf32/bf16/fp16: speedups over eager and torch.compile run under that policy
+    policy: str = ""
+    speedup_vs_eager_policy: float | None = None
+    speedup_vs_compile_policy: float | None = None
 
     @property
     def problem(self) -> str:
@@ -58,7 +62,8 @@ def row_from_result(id: str, result, seconds: float, iterations: int = 1, note: 
                                                        and t.real) else None
     return Row(id, result.state, t.candidate_ms, t.eager_ms, t.compile_ms, t.speedup_vs_eager,
                t.speedup_vs_compile, eager_sol, r.fraction_of_sol, t.real, iterations,
-               seconds, result.worker, result.artifacts or "", note[:200])
+               seconds, result.worker, result.artifacts or "", note[:200], t.policy or "",
+               t.speedup_vs_eager_policy, t.speedup_vs_compile_policy)
 
 
 def geomean(values: list[float | None]) -> float | None:
@@ -99,15 +104,21 @@ def f(value, spec: str) -> str:
 
 
 def table(rows: list[Row]) -> str:
+    policy = next((r.policy for r in rows if r.speedup_vs_eager_policy), "")
     head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>8} "
-            f"{'x compile':>9} {'SoL eager':>9} {'SoL':>6}")
+            f"{'x compile':>9} {'SoL eager':>9} {'SoL':>6}"
+            + (f" {'x eager(p)':>10} {'x compile(p)':>12}" if policy else ""))
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r.id[-30:]:30} {r.state:16} {f(r.candidate_ms, '9.4f')} "
                      f"{f(r.eager_ms, '9.4f')} {f(r.speedup_vs_eager, '8.2f')} "
                      f"{f(r.speedup_vs_compile, '9.2f')} {f(r.eager_fraction_of_sol, '9.1%')} "
-                     f"{f(r.fraction_of_sol, '6.1%')}")
+                     f"{f(r.fraction_of_sol, '6.1%')}"
+                     + (f" {f(r.speedup_vs_eager_policy, '10.2f')} "
+                        f"{f(r.speedup_vs_compile_policy, '12.2f')}" if policy else ""))
     lines += ["-" * len(head), *totals(rows)]
+    if policy:
+        lines.append(f"(p): eager and torch.compile under the precision policy: {policy}")
     return "\n".join(lines)
 
 

@@ -13,7 +13,9 @@
     Compute with torch ops -> `rejected` (op and line named); no kernel of its own -> `rejected`.
  5. Timing (correct candidates only): reference and candidate timed in alternating blocks over
     rotating input sets; the speedup is the median of paired ratios; a timed call's output is
-    checked again; a speedup over 10x is timed twice. Profiles, roofline.
+    checked again; a speedup over 10x is timed twice. Under --precision tf32/bf16/fp16 the
+    reference as run under that policy (policy.py) is a third block of each round. Profiles,
+    roofline.
  6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
     candidate in its worker, on inputs drawn from one seed; its failures are reported in
     `measures`, never in the verdict.
@@ -205,6 +207,7 @@ class Evaluation:
         self.tampered: set[str] = set()
         self.sandbox: dict = {}
         self.summary: dict = {}
+        self.policy: dict = {}       # the reference's baseline under --precision (policy.py)
         self.skipped: list[str] = []
         self.lines = candidate.splitlines()
         self.phases: dict[str, float] = {}       # seconds per phase, for `resources`
@@ -361,12 +364,14 @@ class Evaluation:
     def measure(self, result: Result) -> None:
         note = self.target.timing_note()
         sets = self.options.timing_sets(self.summary.get("input_bytes", 0))
-        self.ask_judge("prepare_timing", sets)
+        self.policy = self.ask_judge("prepare_timing", sets).get("policy") or {}
         ready = self.ask_candidate("prepare_timing", sets)
         if "failed" in ready:
             return self.overturn(result, failure_result(ready, self.target))
         rounds = 1 if note else max(3, self.options.timing_rounds)
-        calls = (2, 2) if note else self.calibrate(rounds)
+        # under tf32/bf16/fp16 the reference as run under that policy is a third side
+        with_policy = bool(self.policy.get("timed")) and not note
+        calls = (2, 2) if note else self.calibrate(rounds, with_policy)
         paired = self.interleave(rounds, calls)
         speedup = statistics.median(paired["ratios"])
         rechecked = False
@@ -382,32 +387,43 @@ class Evaluation:
         self.profile(result)
         self.lap("profile")
 
-    def calibrate(self, rounds: int) -> tuple[int, int]:
-        """Calls per block on each side, so that all blocks together take about the budget."""
-        per_block = self.options.timing_budget_s / (2 * rounds)
+    def calibrate(self, rounds: int, with_policy: bool = False) -> tuple[int, ...]:
+        """Calls per block on each side (reference, candidate[, reference under the policy]),
+        so that all blocks together take about the budget."""
+        asks = [lambda: self.ask_judge("time", 2), lambda: self.ask_candidate("time", 2, [])]
+        if with_policy:
+            asks.append(lambda: self.ask_judge("time", 2, True))
+        per_block = self.options.timing_budget_s / (len(asks) * rounds)
         counts = []
-        for ask in (lambda: self.ask_judge("time", 2), lambda: self.ask_candidate("time", 2, [])):
+        for ask in asks:
             reply = ask()
             if "failed" in reply:
                 raise CandidateFailed(failure_result(reply, self.target))
             samples = reply["samples"]
             # 50 calls a block at most: 7 rounds give hundreds of samples a side already
             counts.append(int(min(50, max(3, per_block / max(min(samples), 1e-6) * 1e3))))
-        return counts[0], counts[1]
+        return tuple(counts)
 
-    def interleave(self, rounds: int, calls: tuple[int, int]) -> dict:
-        """Reference and candidate in alternating blocks (ABBA order cancels drift). The
+    def interleave(self, rounds: int, calls: tuple[int, ...]) -> dict:
+        """Reference and candidate in alternating blocks (ABBA order cancels drift); with a
+        third count in `calls`, the reference under the precision policy as a third block
+        (P R C, then C R P: each side's mean position over two rounds is the same). The
         candidate keeps the outputs of timed calls picked at random (all of them when there
         are few), so an answer that is right only on some calls cannot count on which."""
         eager, cand, walls, ratios, kept = [], [], [], [], []
+        under, under_ratios = [], []
         chooser = random.SystemRandom()
         checked_round = chooser.randrange(rounds)
+        sides = ("policy", "judge", "candidate")[3 - len(calls):]
         for k in range(rounds):
-            order = ("judge", "candidate") if k % 2 == 0 else ("candidate", "judge")
+            order = sides if k % 2 == 0 else sides[::-1]
             block = {}
             for side in order:
                 if side == "judge":
                     block[side] = self.ask_judge("time", calls[0])
+                    continue
+                if side == "policy":
+                    block[side] = self.ask_judge("time", calls[2], True)
                     continue
                 few = calls[1] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
                 keep = [] if k != checked_round else list(range(calls[1])) if few \
@@ -419,12 +435,16 @@ class Evaluation:
             eager.append(r)
             cand.append(c)
             ratios.append(r / c if c > 0 else float("inf"))
+            if "policy" in block:
+                p = statistics.median(block["policy"]["samples"])
+                under.append(p)
+                under_ratios.append(p / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
             if k == checked_round:
                 kept = block["candidate"]["kept"]
         return {"eager": eager, "candidate": cand, "ratios": ratios, "walls": walls,
-                "calls": calls, "kept": kept}
+                "calls": calls, "kept": kept, "policy": under, "policy_ratios": under_ratios}
 
     def check_timed_calls(self, result: Result, calls: list[int]) -> bool:
         """The kept timed calls' outputs must be right too (a memo or a skipped computation
@@ -458,10 +478,12 @@ class Evaluation:
         ratios = paired["ratios"]
         q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [speedup] * 3
         wall = statistics.median(paired["walls"]) if paired["walls"] else None
+        factor = 1.0        # what the wall clock changes in every speedup
         if wall and wall > 3 * median and wall - median > 0.05:
             note = (f"device events saw {median:.4g} ms but a wall-clock loop {wall:.4g} ms "
                     "per call: work escapes the timed stream; the wall-clock figure is used")
-            speedup *= median / wall
+            factor = median / wall
+            speedup *= factor
             median = wall
         cached = self.cached_baselines() if "compile" in self.options.baselines and not note else {}
         compile_ms, vs_compile = None, None
@@ -472,33 +494,62 @@ class Evaluation:
             real=not note or note.startswith("device events"), note=note,
             device=devices.peaks(self.device)[0] if not note else self.device,
             candidate_ms=median, eager_ms=eager, compile_ms=compile_ms,
-            candidate_spread=None, repeats=sum(paired["calls"]) * len(ratios),
+            candidate_spread=None, repeats=sum(paired["calls"][:2]) * len(ratios),
             rechecked=rechecked, speedup_vs_eager=speedup, speedup_vs_compile=vs_compile,
             speedup_spread=(q[2] - q[0]) / speedup if speedup else None, rounds=len(ratios),
             input_sets=len(self.options.timing_sets(self.summary.get("input_bytes", 0))))
         if cached.get("error"):
             result.timing.note = (result.timing.note + "; " if result.timing.note else "") + \
                 "torch.compile baseline failed: " + cached["error"]
+        self.fill_policy(result.timing, paired, factor, bool(cached))
         dtype = (self.summary.get("output_dtypes") or ["torch.float32"])[0].replace("torch.", "")
         result.roofline = devices.roofline(self.summary.get("flops"), self.summary.get("min_bytes"),
                                            dtype, self.device,
                                            median if result.timing.real else None,
                                            self.options.precision)
 
-    def cached_baselines(self) -> dict:
-        """torch.compile beside eager, timed together once per problem and device: a display.
-        The speedup over torch.compile is the paired speedup times their cached ratio."""
+    def fill_policy(self, timing: Timing, paired: dict, factor: float,
+                    with_compile: bool) -> None:
+        """The figures under the precision policy, beside the fp32 ones: eager from the same
+        interleaved rounds (a median of paired ratios), torch.compile a cached display."""
+        if not self.policy or not timing.real:
+            return
+        timing.policy = self.policy["label"]
+        if self.policy.get("same_as_fp32"):       # tf32 on the CPU: the fp32 figures, said so
+            timing.eager_policy_ms, timing.compile_policy_ms = timing.eager_ms, timing.compile_ms
+            timing.speedup_vs_eager_policy = timing.speedup_vs_eager
+            timing.speedup_vs_compile_policy = timing.speedup_vs_compile
+            return
+        if not paired["policy"]:                  # not timed on this device: the label says why
+            return
+        speedup = statistics.median(paired["policy_ratios"]) * factor
+        timing.eager_policy_ms = statistics.median(paired["policy"])
+        timing.speedup_vs_eager_policy = speedup
+        cached = self.cached_baselines(self.options.precision) if with_compile else {}
+        if cached.get("compile_ms") and cached.get("eager_ms"):
+            timing.compile_policy_ms = cached["compile_ms"]
+            timing.speedup_vs_compile_policy = speedup * cached["compile_ms"] / cached["eager_ms"]
+        if cached.get("error"):
+            timing.note = (timing.note + "; " if timing.note else "") + \
+                f"torch.compile baseline under {timing.policy} failed: " + cached["error"]
+
+    def cached_baselines(self, under: str = "strict") -> dict:
+        """torch.compile beside eager, timed together once per problem and device (and
+        precision policy, `under` one): a display. The speedup over torch.compile is the
+        paired speedup times their cached ratio."""
         import torch
         knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("KFORGE_")
                        and k != "KFORGE_CACHE")
+        # a policy's baseline is an entry of its own, keyed by what it is ("bf16 (autocast)")
+        policy = [self.policy.get("label")] if under != "strict" else []
         key = hashlib.sha256(json.dumps(["paired", self.problem.source, self.device,
                                          torch.__version__,
                                          knobs, devices.gpu_name() if self.device == "cuda"
-                                         else ""]).encode()).hexdigest()[:20]
+                                         else "", *policy]).encode()).hexdigest()[:20]
         path = cache_dir() / "baselines" / f"{key}.json"
         if path.exists():
             return json.loads(path.read_text())
-        measured = self.ask_judge("baselines")
+        measured = self.ask_judge("baselines", under)
         entry = {"eager_ms": measured["eager"]["median_ms"]}
         if "error" in measured["compile"]:
             entry["error"] = measured["compile"]["error"]

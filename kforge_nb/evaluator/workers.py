@@ -22,7 +22,7 @@ import torch
 import torch._dynamo  # noqa: F401  (the profiler and torch.compile import it: ~1 s, paid once
 #                     in the fork server; it also rewraps torch.manual_seed, before any snapshot)
 
-from . import audit, correctness, harness, integrity, transfer
+from . import audit, correctness, harness, integrity, policy, transfer
 from ..result import Correctness
 
 
@@ -216,10 +216,14 @@ class Judge:
         self.sets = harness.TimingSets([harness.trial_inputs(self.module, t, self.device)
                                         for t in trials])
         self.forward(self.sets.sets[0])            # warm
-        return {"sets": len(self.sets.sets)}
+        return {"sets": len(self.sets.sets),
+                "policy": policy.describe(self.job["policy"], self.device)}
 
-    def time(self, calls: int) -> dict:
-        with torch.no_grad():
+    def time(self, calls: int, under_policy: bool = False) -> dict:
+        """A block of timed calls of the reference; `under_policy`: as a user would run it
+        under the precision policy (a baseline only: the trials compare against fp32)."""
+        under = self.job["policy"] if under_policy else "strict"
+        with torch.no_grad(), policy.running_under(under, self.device):
             timed = harness.time_calls(lambda x: self.model(*x), self.sets, calls, self.device)
         harness.release(self.device)
         return timed
@@ -241,11 +245,13 @@ class Judge:
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         return run_hook(source, label, self.model, self.module, trial, self.device)
 
-    def baselines(self) -> dict:
+    def baselines(self, under: str = "strict") -> dict:
         """Eager and torch.compile in alternating blocks (a burst of load hits both sides):
-        a display, cached per problem. The ratio is the median of the blocks' ratios."""
+        a display, cached per problem (and policy, `under` one). The ratio is the median of
+        the blocks' ratios."""
         inputs = self.sets.sets[0]
-        with torch.no_grad():
+        torch._dynamo.reset()   # a fresh compile: dynamo's guards need not cover every switch
+        with torch.no_grad(), policy.running_under(under, self.device):
             compiled = compile_model(self.model, inputs)
             if isinstance(compiled, dict):
                 return {"eager": harness.time_callable(lambda: self.model(*inputs), self.device),

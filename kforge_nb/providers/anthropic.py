@@ -32,6 +32,7 @@ class IncompleteAnswer(Exception):
 
 class AnthropicProvider:
     name = "anthropic"
+    accepts_images = True          # image content blocks; its input_tokens count them
 
     def __init__(self, model: str | None = None, attempts: int = ATTEMPTS,
                  timeout_s: float = 600.0, stream: bool = True, base_delay: float = BASE_DELAY,

@@ -25,10 +25,14 @@ class Reply:
 class Provider(Protocol):
     name: str
     model: str
+    # optional: True when `content` may also be a list of blocks holding images (the Anthropic
+    # form, {"type": "image", "source": {"type": "base64", ...}}); absent means text only
+    accepts_images: bool
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
                  deadline: float | None = None) -> Reply:
-        """One model call. `messages` are {"role": "user"|"assistant", "content": str}.
+        """One model call. `messages` are {"role": "user"|"assistant", "content": str}
+        (or a list of blocks, for a provider that accepts images).
         `deadline` (a time.monotonic() value, or None) is when the run's wall-time budget ends:
         a provider retries failures only until then, and raises ProviderError after."""
         ...

@@ -18,6 +18,7 @@ SERVICE = "the OpenAI-compatible endpoint"
 
 class OpenAIProvider:
     name = "openai"
+    accepts_images = True          # assumed (a vision model); --no-images for one that is not
 
     def __init__(self, model: str | None = None, attempts: int = ATTEMPTS,
                  timeout_s: float = 600.0, base_delay: float = BASE_DELAY,
@@ -48,7 +49,8 @@ class OpenAIProvider:
                             else min(self.timeout_s, time_left))
             return self.client.chat.completions.create(
                 model=self.model, max_tokens=max_tokens, timeout=timeouts[-1],
-                messages=[{"role": "system", "content": system}, *messages])
+                messages=[{"role": "system", "content": system},
+                          *(openai_message(m) for m in messages)])
 
         answer = call_with_retries(
             attempt, lambda err: self._classify(err, timeouts[-1] if timeouts else None),
@@ -67,3 +69,14 @@ class OpenAIProvider:
             url_variable="OPENAI_BASE_URL", timeout=timeout,
             not_found=f"model {self.model!r} not found (404): pass --model with a model the "
                       "endpoint serves, and check OPENAI_BASE_URL (it usually ends in /v1)")
+
+
+def openai_message(message: dict) -> dict:
+    """A message as the chat-completions API takes it: text content as it is, image blocks (the
+    agents write Anthropic's form) as `image_url` parts holding a data URL."""
+    if isinstance(message.get("content"), str):
+        return message
+    parts = [{"type": "image_url", "image_url": {
+                 "url": f"data:{b['source']['media_type']};base64,{b['source']['data']}"}}
+             if b.get("type") == "image" else b for b in message["content"]]
+    return {**message, "content": parts}

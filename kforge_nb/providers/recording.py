@@ -1,8 +1,9 @@
 """Record every request and response of a live session; replay them without a network.
 
 A recording is JSON lines, one call per line: {"call", "role", "request": {...}, "reply": {...}}.
-It holds prompts and answers only, never credentials. Replay checks each request against the
-recorded one and says where a run diverges or runs out.
+It holds prompts and answers only, never credentials; the analyst's pictures are kept whole,
+as base64 image blocks. Replay checks each request against the recorded one and says where a
+run diverges or runs out.
 """
 from __future__ import annotations
 
@@ -30,12 +31,33 @@ def normalised(text: str) -> str:
     return MEASUREMENT.sub("#", DEVICE.sub("<device>", text))
 
 
+def content_text(content) -> str:
+    """A message's words. A picture (the profile's timeline, its roofline) is a picture of
+    measurements, so only that it was there counts: a line `<image image/png>`, not its bytes."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return json.dumps(content, sort_keys=True)
+    return "\n".join(block_text(b) for b in content)
+
+
+def block_text(block: dict) -> str:
+    if block.get("type") == "text":
+        return block.get("text", "")
+    if block.get("type") == "image":
+        return f"<image {(block.get('source') or {}).get('media_type', '')}>"
+    return json.dumps(block, sort_keys=True)
+
+
+def has_images(messages: list[dict]) -> bool:
+    return any(isinstance(m.get("content"), list) and
+               any(b.get("type") == "image" for b in m["content"]) for m in messages)
+
+
 def request_digest(system: str, messages: list[dict]) -> str:
     """A prompt's identity: its words, not its measurements, nor the order of lines that a
     measurement sorts (the top kernels by time share)."""
-    parts = [system] + [f"{m.get('role')}\n" + (m["content"] if isinstance(m.get("content"), str)
-                                                else json.dumps(m.get("content"), sort_keys=True))
-                        for m in messages]
+    parts = [system] + [f"{m.get('role')}\n" + content_text(m.get("content")) for m in messages]
     lines = sorted(line for part in parts for line in normalised(part).splitlines())
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
@@ -46,6 +68,7 @@ class Recorder:
     def __init__(self, inner, path: str | Path, role: str):
         self.inner, self.path, self.role = inner, Path(path), role
         self.name, self.model = inner.name, inner.model
+        self.accepts_images = getattr(inner, "accepts_images", False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     _lock = threading.Lock()
@@ -79,6 +102,10 @@ class ReplayProvider:
         self.path, self.role, self.strict = path, role, strict
         self.position = start        # a resumed run picks up after the calls it already made
         self.model = self.entries[0]["reply"].get("model", "") if self.entries else ""
+        # pictures are sent where the recorded run sent them (a recording made before them,
+        # or with --no-images, replays text only)
+        self.accepts_images = any(has_images((e.get("request") or {}).get("messages") or [])
+                                  for e in self.entries)
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
                  deadline: float | None = None) -> Reply:
@@ -149,7 +176,8 @@ def first_difference(recorded: dict | None, system: str, messages: list[dict]) -
     if normalised(recorded.get("system", "")) != normalised(system):
         return "system prompt"
     for i, (old, new) in enumerate(zip(recorded.get("messages", []), messages)):
-        a, b = normalised(old.get("content", "")), normalised(new.get("content", ""))
+        a = normalised(content_text(old.get("content", "")))
+        b = normalised(content_text(new.get("content", "")))
         if a != b:
             at = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             return f"message {i}, character {at}: recorded {a[at:at + 40]!r}, now {b[at:at + 40]!r}"

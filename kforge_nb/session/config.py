@@ -37,11 +37,13 @@ def model_session_from_args(problem: Problem, args):
 def agents_from_args(args):
     """AgentConfig from the agent flags (`kforge bench` has no recording flags: None there)."""
     from ..agents import AgentConfig
+    from ..knowledge import check_folders       # a missing --knowledge folder: a usage error
     return AgentConfig(provider=args.provider, model=args.model,
                        analysis_provider=args.analysis_provider,
                        analysis_model=args.analysis_model, record=getattr(args, "record", None),
                        replay=getattr(args, "replay", None), prompts_dir=args.prompts,
-                       hint=args.hint)
+                       hint=args.hint, images=not args.no_images,
+                       knowledge_dirs=check_folders(getattr(args, "knowledge", None)))
 
 
 def budget_from_args(args) -> Budget:

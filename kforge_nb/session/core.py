@@ -189,6 +189,8 @@ class Session:
             "candidate_ms": t.candidate_ms if t else None,
             "speedup_vs_eager": t.speedup_vs_eager if t else None,
             "speedup_vs_compile": t.speedup_vs_compile if t else None,
+            "speedup_vs_eager_policy": t.speedup_vs_eager_policy if t else None,
+            "speedup_vs_compile_policy": t.speedup_vs_compile_policy if t else None,
             "timing_real": t.real if t else None,
             "iterations": len({a.iteration for a in self.history}),
             "candidates": len(self.history),
@@ -368,7 +370,7 @@ class Session:
                 self._largest_call = max(self._largest_call, generation.usage, key=_call_size)
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
                        failure=generation.failure, usage=vars(generation.usage),
-                       notes=generation.notes)
+                       notes=generation.notes, knowledge=generation.knowledge)
             self._save_generation(iteration, sample, generation)
             if generation.code is None:
                 result = Result(GENERATION_FAILURE, generation.failure or "no code")
@@ -452,7 +454,11 @@ class Session:
             "title": recommendation.title, "text": recommendation.text,
             "expected_gain": recommendation.expected_gain, "action": recommendation.action,
             "summary": request.summary, "messages": recommendation.messages,
-            "response": recommendation.response})
+            "response": recommendation.response,
+            "images": [picture.file_name for picture in recommendation.pictures]})
+        for picture in recommendation.pictures:     # what the analyst saw, beside its prompt
+            artifacts.write_bytes(self.folder / f"iter-{iteration:02d}" / picture.file_name,
+                                  picture.png)
         return recommendation
 
     def _over_budget(self) -> str | None:
@@ -543,7 +549,8 @@ class Session:
         artifacts.write_text(folder / "response.md", generation.response or "")
         artifacts.write_json(folder / "generation.json", {
             "failure": generation.failure, "usage": vars(generation.usage),
-            "notes": generation.notes, "kept_ops": generation.kept_ops})
+            "notes": generation.notes, "kept_ops": generation.kept_ops,
+            "knowledge": generation.knowledge})
 
     def _save_json(self, iteration: int, name: str, data: dict) -> None:
         artifacts.write_json(self.folder / f"iter-{iteration:02d}" / name, data)

@@ -5,7 +5,8 @@ Every event has a `kind`, the iteration it belongs to and a JSON-able `data` dic
   started              {"problem", "target", "device", "provider", "model", "analysis_model",
                         "iterations", "samples", "mode", "artifacts"}
   iteration_started    {"phase": "functional" | "optimisation", "kind": "initial"|"fix"|"optimise"}
-  candidate_generated  {"sample", "code", "failure", "usage": {...}, "notes"}
+  candidate_generated  {"sample", "code", "failure", "usage": {...}, "notes", "knowledge":
+                        the knowledge notes in its prompt}
   evaluated            {"sample", "code", "result": Result.to_dict(), "best": bool}
   recommendation       {"title", "text", "expected_gain", "usage": {...}}
   decision             {"kind": "accept"|"edit"|"redirect"|"skip"|"stop", "text"}

@@ -55,8 +55,11 @@ class Target:
         return self.example_path().read_text()
 
     def knowledge(self) -> list[Path]:
-        """Knowledge documents a prompt may include (markdown files)."""
-        return sorted((HERE / "knowledge").glob(f"{self.name}_*.md"))
+        """Knowledge notes a prompt may draw on (Markdown, see kforge_nb/knowledge): the
+        built-in notes whose front matter names this target. A plug-in target may return
+        documents of its own; those without front matter apply to it."""
+        from ..knowledge import builtin_paths
+        return builtin_paths(self.name)
 
     def describe(self) -> dict:
         a = self.availability()

@@ -53,6 +53,8 @@ def best_line(record: dict) -> str:
             line += f", {s['speedup_vs_eager']:.2f}x vs eager"
         if s.get("speedup_vs_compile"):
             line += f", {s['speedup_vs_compile']:.2f}x vs torch.compile"
+        if s.get("speedup_vs_eager_policy"):     # --precision: eager run under the same policy
+            line += f", {s['speedup_vs_eager_policy']:.2f}x vs eager under the precision policy"
     elif s["candidates"]:
         line += "; no correct candidate yet" if record["state"] == "running" else \
             "; no correct candidate"

@@ -18,6 +18,7 @@ is kept in `requests` so tests can read what the client sent. The steps:
 """
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import struct
@@ -146,14 +147,34 @@ class FakeAnthropic:
         self.httpd.server_close()
 
     def user_prompts(self) -> list[str]:
-        return [r["body"]["messages"][-1]["content"] for r in self.requests]
+        """The last user message's text (its text blocks, where it also holds images)."""
+        return [text_of(r["body"]["messages"][-1]["content"]) for r in self.requests]
+
+
+def text_of(content) -> str:
+    return content if isinstance(content, str) else \
+        "\n".join(b["text"] for b in content if b.get("type") == "text")
+
+
+def input_tokens(messages: list[dict]) -> int:
+    """Text at ~4 characters a token; each image as Anthropic estimates one, width*height/750
+    (the size read from the PNG's header), which the real API counts in input_tokens too."""
+    images = [b for m in messages if isinstance(m.get("content"), list)
+              for b in m["content"] if b.get("type") == "image"]
+    text = [{**m, "content": [b for b in m["content"] if b.get("type") != "image"]}
+            if isinstance(m.get("content"), list) else m for m in messages]
+    pixels = 0
+    for block in images:
+        width, height = struct.unpack(">II", base64.b64decode(block["source"]["data"])[16:24])
+        pixels += width * height // 750
+    return len(json.dumps(text)) // 4 + pixels
 
 
 def message(body: dict, step: dict) -> dict:
     text = step["text"]
-    prompt = json.dumps(body.get("messages", []))
     return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"],
             "content": [{"type": "text", "text": text}],
             "stop_reason": step.get("stop_reason", "end_turn"), "stop_sequence": None,
-            "usage": {"input_tokens": step.get("input_tokens", len(prompt) // 4),
+            "usage": {"input_tokens": step.get("input_tokens",
+                                               input_tokens(body.get("messages", []))),
                       "output_tokens": step.get("output_tokens", max(1, len(text) // 4))}}
