@@ -156,6 +156,10 @@ class KForgeMagics(ConfigurableMagics):
         from .session.config import model_session_from_args
         from .targets import UnknownTarget
         from .ui.cell import CellError, problem_from_cell
+        previous = self.sessions.get(args.name)
+        if previous is not None and previous.running:
+            raise UsageError(f"%%kforge: a session is still running as {args.name}; stop it "
+                             f"first ({args.name}.stop()), or use --name OTHER")
         unsupported = [flag for flag, on in (("--resume", args.resume), ("--replay", args.replay),
                                              ("--record", args.record),
                                              ("--mode review", args.mode == "review")) if on]
@@ -176,6 +180,7 @@ class KForgeMagics(ConfigurableMagics):
             from .ui.model_view import TerminalModelProgress
             session.subscribe(TerminalModelProgress(sys.stdout))
         self.shell.user_ns[args.name] = session
+        self.sessions[args.name] = session     # a second cell with the same --name is refused
         if args.list_parts:
             try:
                 session.decompose()
