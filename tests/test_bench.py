@@ -313,3 +313,20 @@ def test_local_workers_are_pinned_one_gpu_each_and_start_without_credentials(tmp
         assert [e.get("CUDA_VISIBLE_DEVICES") for e in envs] == ["4", "7", "4"]
         assert not any("ANTHROPIC_API_KEY" in e for e in envs)
         assert "pinned to GPUs 4, 7, 4" in executor.describe()
+
+
+def test_a_bench_begun_before_an_option_existed_resumes(kforge_cli, suite, tmp_path):
+    """bench.json from an older kforge lacks a newer option: at its default it is no change."""
+    problems, cands = suite
+    first, _ = bench(kforge_cli, str(problems), "--candidates", str(cands), *FAST, "--out", "o")
+    saved = next((tmp_path / "o").glob("*/bench.json"))
+    settings = json.loads(saved.read_text())
+    settings.pop("no_images", None)
+    settings.pop("knowledge", None)
+    saved.write_text(json.dumps(settings))
+    again = kforge_cli("bench", str(problems), "--candidates", str(cands), *FAST, "--out", "o")
+    assert again.returncode in (0, 1), again.stderr
+    assert "resuming: 4 finished earlier" in again.stderr
+    changed = kforge_cli("bench", str(problems), "--candidates", str(cands), *FAST, "--out", "o",
+                         "--no-images")
+    assert changed.returncode == 2 and "no_images" in changed.stderr

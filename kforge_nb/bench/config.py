@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..executors import make_executor
+from ..options import BENCH, defaults
 from ..session.config import agents_from_args, budget_from_args, eval_options
 from ..targets import get_target
 from .runner import Bench
@@ -28,7 +29,7 @@ def bench_from_args(args) -> Bench:
     settings["candidates"] = str(Path(args.candidates).resolve()) if args.candidates else None
     mode = "candidates" if args.candidates else args.provider
     store = Store(Path(args.out) / folder_name(args.problems, target, mode), settings,
-                  restart=args.restart)
+                  restart=args.restart, defaults=vars(defaults(BENCH)))
     executor = make_executor(args.workers, args.cluster, log_dir=store.folder / "workers")
     return Bench(suite, target, store, executor, agents=agents_from_args(args),
                  budget=budget_from_args(args), options=eval_options(args),

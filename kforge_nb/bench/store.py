@@ -40,16 +40,21 @@ def folder_name(problems: list[str], target: str, mode: str) -> str:
 
 
 class Store:
-    def __init__(self, folder: str | Path, settings: dict, restart: bool = False):
+    def __init__(self, folder: str | Path, settings: dict, restart: bool = False,
+                 defaults: dict | None = None):
         self.folder = Path(folder)
         self.settings = json.loads(json.dumps(settings, default=str))
+        # an option added since the bench began is not a change while it keeps its default
+        defaults = json.loads(json.dumps(defaults or {}, default=str))
         self.folder.mkdir(parents=True, exist_ok=True)
         self.results = self.folder / "results.jsonl"
         saved = self.folder / "bench.json"
         if saved.is_file() and not restart:
             earlier = json.loads(saved.read_text())
+            new_at_default = {k for k, v in self.settings.items()
+                              if k not in earlier and k in defaults and defaults[k] == v}
             changed = {k: (earlier.get(k), v) for k, v in self.settings.items()
-                       if earlier.get(k) != v}
+                       if earlier.get(k) != v and k not in new_at_default}
             if changed:
                 raise SettingsDiffer(
                     f"the bench in {self.folder} was run with other settings ("
