@@ -43,6 +43,7 @@ class GenerationRequest:
     aux: list[tuple[str, str]] = field(default_factory=list)     # (name, text) files
     translate_from: str | None = None    # a verified kernel for another target
     sample: int = 0                      # index among repeated samples this round
+    variation: str = ""                  # what this sample tries that the others do not
     precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
     deadline: float | None = None        # time.monotonic() by which the run's wall-time budget
     #                                      ends: a provider retries only until then
@@ -59,6 +60,7 @@ class Generation:
     kept_ops: list[str] = field(default_factory=list)   # torch ops left in forward on purpose
                                          # (builtin agent only; passed to the guardrails' allow)
     knowledge: list[str] = field(default_factory=list)  # the knowledge notes in its prompt
+    variation: str = ""                  # the request's variation, recorded with the sample
 
 
 @dataclass
@@ -73,6 +75,7 @@ class AnalysisRequest:
     deadline: float | None = None        # as in GenerationRequest
     objective: str = ""                  # the user's goal (--objective), with the best's values:
     #                                      "maximise tokens_per_s: candidate 1234.5, ..." or ""
+    alternatives: int = 0                # also rank this many other changes (a round's samples)
 
 
 @dataclass
@@ -85,6 +88,8 @@ class Recommendation:
     usage: Usage = field(default_factory=Usage)
     messages: list[dict] = field(default_factory=list)
     response: str = ""
+    alternatives: list[str] = field(default_factory=list)   # other changes, ranked after this
+    #                                      one: what the round's other samples try
     pictures: list = field(default_factory=list)   # agents.pictures.Picture: what the analyst
                                          # was shown beside its prompt (saved next to it)
 

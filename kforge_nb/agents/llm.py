@@ -63,7 +63,7 @@ class LLMGenerator:
             knowledge_why=[p.why for p in picks], translate_from=request.translate_from,
             previous_code=request.previous_code, instruction=request.instruction,
             feedback=describe_result(request.previous_result) if request.previous_result else "",
-            aux=request.aux, hint=self.hint)
+            aux=request.aux, hint=self.hint, variation=request.variation)
         system = self.prompts.render("generate_system", request.iteration, **context)
         user = self.prompts.render("generate", request.iteration, **context)
         return system, [{"role": "user", "content": user}], picks
@@ -78,17 +78,20 @@ class LLMGenerator:
         if reply.truncated:
             return Generation(None, reply.text, sent, usage,
                               f"truncated: the answer hit max_tokens ({self.max_tokens})",
-                              knowledge=notes)
+                              knowledge=notes, variation=request.variation)
         code, failure = extract_code(reply.text)
-        return Generation(code, reply.text, sent, usage, failure, knowledge=notes)
+        return Generation(code, reply.text, sent, usage, failure, knowledge=notes,
+                          variation=request.variation)
 
 
-FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN):\s*", re.MULTILINE)
+FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN|ALTERNATIVE):\s*", re.MULTILINE)
 
 
-def parse_recommendation(text: str) -> dict[str, str]:
+def parse_recommendation(text: str) -> dict:
     parts = FIELD.split(text)
-    fields = {parts[i].lower(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+    pairs = [(parts[i].lower(), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+    fields: dict = {key: value for key, value in pairs if key != "alternative"}
+    fields["alternatives"] = [value for key, value in pairs if key == "alternative" and value]
     if "recommendation" not in fields:   # a free-form answer: keep it whole
         fields = {"title": text.strip().splitlines()[0][:80] if text.strip() else "",
                   "recommendation": text.strip()}
@@ -107,7 +110,8 @@ class LLMAnalyst:
         found = pictures(request.result) if self.images else []
         context = dict(target=target, code=request.code, summary=request.summary,
                        summary_text=summary_text(request.summary), history=request.history,
-                       objective=request.objective, pictures=[p.caption for p in found])
+                       objective=request.objective, pictures=[p.caption for p in found],
+                       alternatives=request.alternatives)
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
         messages = [{"role": "user", "content": user_content(user, found)}]
@@ -117,6 +121,7 @@ class LLMAnalyst:
         return Recommendation(
             title=fields.get("title", ""), text=fields.get("recommendation", ""),
             expected_gain=fields.get("expected gain", ""),
+            alternatives=fields.get("alternatives", [])[:request.alternatives],
             usage=usage_of(reply, self.provider.model),
             messages=[{"role": "system", "content": system},   # pictures named by their files
                       {"role": "user", "content": user_content(user, found, files=True)}],

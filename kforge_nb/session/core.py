@@ -363,14 +363,16 @@ class Session:
                 aux=[(name, text) for name, text, only in self.aux
                      if only is None or iteration in only],
                 translate_from=self.translate_from, sample=sample,
-                precision=self.options.precision, deadline=self._deadline())
+                precision=self.options.precision, deadline=self._deadline(),
+                variation=variation(sample, recommendation, decision))
             generation = self.generator.generate(request)
             with self._usage_lock:          # samples of one round finish on several threads
                 self.usage = self.usage + generation.usage
                 self._largest_call = max(self._largest_call, generation.usage, key=_call_size)
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
                        failure=generation.failure, usage=vars(generation.usage),
-                       notes=generation.notes, knowledge=generation.knowledge)
+                       notes=generation.notes, knowledge=generation.knowledge,
+                       variation=generation.variation)
             self._save_generation(iteration, sample, generation)
             if generation.code is None:
                 result = Result(GENERATION_FAILURE, generation.failure or "no code")
@@ -441,7 +443,8 @@ class Session:
                                   profile_summary(best.result), history, iteration,
                                   deadline=self._deadline(),
                                   objective=measures.objective_text(best.result,
-                                                                    self.options.objective))
+                                                                    self.options.objective),
+                                  alternatives=max(0, self.budget.samples - 1))
         recommendation = self.analyst.analyse(request)
         self._last_recommendation = recommendation
         with self._usage_lock:
@@ -550,7 +553,7 @@ class Session:
         artifacts.write_json(folder / "generation.json", {
             "failure": generation.failure, "usage": vars(generation.usage),
             "notes": generation.notes, "kept_ops": generation.kept_ops,
-            "knowledge": generation.knowledge})
+            "knowledge": generation.knowledge, "variation": generation.variation})
 
     def _save_json(self, iteration: int, name: str, data: dict) -> None:
         artifacts.write_json(self.folder / f"iter-{iteration:02d}" / name, data)
@@ -592,3 +595,28 @@ def _with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
     rails = dataclasses.replace(options.guardrails,
                                 allow=[*options.guardrails.allow, *ops])
     return dataclasses.replace(options, guardrails=rails)
+
+
+# Samples after the first try something else (#0 takes the instruction as it is): in an
+# optimisation round the analyst's next-ranked changes, else one of these directions.
+DIRECTIONS = (
+    "Take a different approach from the obvious one: another work decomposition (what one "
+    "thread or program computes) and other block or tile sizes.",
+    "Minimise memory traffic: fuse every step into as few passes over the data as possible, "
+    "even at the cost of recomputing cheap values.",
+    "Maximise parallelism and vector width: more, smaller units of work, wide contiguous "
+    "loads and stores.",
+)
+
+
+def variation(sample: int, recommendation: Recommendation | None,
+              decision: Decision | None) -> str:
+    """What sample `sample` of a round tries instead of repeating sample 0."""
+    if sample == 0:
+        return ""
+    if recommendation is not None and (decision is None or decision.kind == ACCEPT) \
+            and len(recommendation.alternatives) >= sample:
+        return ("Instead of the recommendation above, apply this other change (the analyst "
+                f"ranked it next):\n{recommendation.alternatives[sample - 1]}")
+    return DIRECTIONS[(sample - 1) % len(DIRECTIONS)]
+

@@ -89,6 +89,22 @@ def apply_action(options, action: dict) -> tuple[object, str]:
     return options, f"action {kind!r} does not apply to this target; candidate unchanged"
 
 
+def vary(options, sample: int) -> tuple[object, str]:
+    """Sample k > 0 of a round: the same candidate with other knobs, so that a round's samples
+    are a small autotuning sweep around sample 0 rather than copies of it."""
+    if isinstance(options, CppOptions):
+        steps = [{"lane_block": options.lane_block * 2},
+                 {"lane_block": max(32, options.lane_block // 2)},
+                 {"schedule": "dynamic" if options.schedule == "static" else "static"}]
+    else:
+        steps = [{"block_size": options.block_size * 2},
+                 {"block_size": max(128, options.block_size // 2)},
+                 {"num_warps": 8 if options.num_warps != 8 else 4}]
+    change = steps[(sample - 1) % len(steps)]
+    said = ", ".join(f"{k} {v}" for k, v in change.items())
+    return dataclasses.replace(options, **change), f"sample {sample} varies the knobs: {said}"
+
+
 def conservative(options):
     if isinstance(options, CppOptions):
         return CppOptions(vector_math=False, accumulate="double", min_parallel_work=0)
@@ -117,6 +133,10 @@ class BuiltinGenerator:
         elif request.kind == "fix":
             options, applied = conservative(options), "conservative version: library maths, " \
                 "double accumulators, default parallelism"
+        varied = ""
+        if request.sample:
+            options, varied = vary(options, request.sample)
+            applied = "; ".join(filter(None, [applied, varied]))
         built = self.build(request, options)
         if built.code is None:
             return Generation(None, response=built.failure or "", failure=built.failure,
@@ -125,7 +145,7 @@ class BuiltinGenerator:
         response = (f"builtin agent ({request.kind}): {len(built.kernels)} kernel(s) for "
                     f"{target}. {notes}")
         return Generation(built.code, response=response, notes=notes,
-                          kept_ops=list(built.kept_ops))
+                          kept_ops=list(built.kept_ops), variation=varied)
 
     @staticmethod
     def build(request: GenerationRequest, options) -> Built:

@@ -1,0 +1,71 @@
+"""A round's samples are real alternatives: each asks for something different, recorded per
+sample. Driven by the real `anthropic` SDK against the scripted Messages API on 127.0.0.1."""
+from __future__ import annotations
+
+import json
+
+from kforge_nb.agents import AgentConfig
+from kforge_nb.session import Budget, Session
+from tests.test_session_anthropic import FASTER, GOOD, PROBLEM, answer, api, options  # noqa: F401
+
+ALTERNATIVES = {"text": "TITLE: chunk the rows\nRECOMMENDATION: give each thread 4 rows at a "
+                        "time (schedule(static, 4)).\nEXPECTED GAIN: ~1.1x\n"
+                        "ALTERNATIVE: vectorise the row loop: add #pragma omp simd to the "
+                        "inner loops.\n"
+                        "ALTERNATIVE: fuse the max and the sum: one pass with an online "
+                        "softmax.\n"}
+
+
+def generation_requests(server) -> list[dict]:
+    return [r["body"] for r in server.requests if "ALTERNATIVE" not in str(r["body"]["system"])
+            and "performance analyst" not in str(r["body"]["system"])]
+
+
+def test_the_samples_of_a_round_ask_for_different_things(api, tmp_path):  # noqa: F811
+    server = api([answer(GOOD)] * 3 + [ALTERNATIVES] + [answer(FASTER)] * 3)
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=2, samples=3, patience=None), options(tmp_path),
+                      out=tmp_path)
+    session.run()
+    assert len(session.history) == 6, [a.result.message for a in session.history]
+    analysis = [r["body"] for r in server.requests if "performance analyst" in
+                str(r["body"]["system"])]
+    assert len(analysis) == 1 and "up to 2 ALTERNATIVE lines" in str(analysis[0]["system"])
+    prompts = [str(b["messages"][-1]["content"]) for b in generation_requests(server)]
+    first, second = prompts[:3], prompts[3:]
+    assert len(set(first)) == 3 and len(set(second)) == 3      # no two samples alike
+    assert sum("## This sample" in p for p in first) == 2       # #0 as asked, #1 and #2 vary
+    assert sum("online softmax" in p for p in second) == 1
+    assert sum("vectorise the row loop" in p for p in second) == 1
+    saved = {a.sample: json.loads((session.folder / "iter-01" / f"sample-{a.sample}" /
+                                   "generation.json").read_text())["variation"]
+             for a in session.history if a.iteration == 1}
+    assert saved[0] == "" and "vectorise the row loop" in saved[1] and "online softmax" in saved[2]
+
+
+def test_one_sample_asks_as_before(api, tmp_path):  # noqa: F811
+    """With one sample nothing changes: no alternatives asked for, no variation."""
+    server = api([answer(GOOD), ALTERNATIVES, answer(FASTER)])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=2, patience=None), options(tmp_path), out=tmp_path)
+    session.run()
+    assert "ALTERNATIVE" not in str([r["body"]["system"] for r in server.requests])
+    assert all("## This sample" not in p for p in server.user_prompts())
+
+
+def test_the_builtin_agents_samples_are_a_knob_sweep(kforge_cli, tmp_path):
+    """--samples 3 with the builtin agent: three different candidates a round (other lane
+    blocks or schedules), each sample's knobs recorded."""
+    done = kforge_cli("run", str(PROBLEM.path), "--target", "cpp", "--provider", "builtin",
+                      "--iterations", "1", "--samples", "3", "--trials", "1",
+                      "--no-compile-baseline", "--json", timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    folder = tmp_path / json.loads(done.stdout)["artifacts"]
+    codes = [(folder / "iter-00" / f"sample-{k}" / "candidate.py").read_text() for k in range(3)]
+    headers = {next(line for line in c.splitlines() if line.startswith("# kforge-builtin:"))
+               for c in codes}
+    assert len(headers) == 3                                  # each written with other knobs
+    saved = [json.loads((folder / "iter-00" / f"sample-{k}" / "generation.json").read_text())
+             for k in range(3)]
+    assert saved[0]["variation"] == ""
+    assert all("varies the knobs" in s["variation"] for s in saved[1:])
