@@ -189,18 +189,24 @@ class KForgeMagics(ConfigurableMagics):
             return None
         session.start()
         if self._should_block(args):
-            try:
-                session.wait()
-            except KeyboardInterrupt:
-                session.stop()
-                print("kforge: interrupted; stopping after the part under way", file=sys.stderr)
-                session.wait()
-            if not in_kernel(self.shell):
-                from .ui.model_view import summary_text
-                print(summary_text(session.summary()))
-            if session.error:
-                print(f"kforge: {session.error}", file=sys.stderr)
+            from .ui.model_view import summary_text
+            self._wait_for(session, "stopping after the part under way",
+                           lambda: summary_text(session.summary()))
         return None
+
+    def _wait_for(self, run, stopping: str, final_text) -> None:
+        """Block the cell until a model run or a bench ends (Ctrl-C stops it, then waits);
+        in a terminal shell print its final table."""
+        try:
+            run.wait()
+        except KeyboardInterrupt:
+            run.stop()
+            print(f"kforge: interrupted; {stopping}", file=sys.stderr)
+            run.wait()
+        if not in_kernel(self.shell):
+            print(final_text())
+        if run.error:
+            print(f"kforge: {run.error}", file=sys.stderr)
 
     def _resumed(self, args, cell: str):
         """The saved run of --resume; a cell that is not empty must hold the run's reference."""
@@ -333,18 +339,9 @@ class KForgeMagics(ConfigurableMagics):
             view = TerminalBar(sys.stdout)
         self.shell.user_ns["_kforge_bench"] = bench.start(view)
         if self._should_block(argparse.Namespace(block=None, mode="auto")):
-            try:
-                bench.wait()
-            except KeyboardInterrupt:
-                bench.stop()
-                print("kforge: interrupted; stopping the bench after the evaluations under way "
-                      "(finished problems are saved)", file=sys.stderr)
-                bench.wait()
-            if not in_kernel(self.shell):
-                from .bench.report import table
-                print(table(bench.rows()))
-            if bench.error:
-                print(f"kforge: {bench.error}", file=sys.stderr)
+            from .bench.report import table
+            self._wait_for(bench, "stopping the bench after the evaluations under way "
+                           "(finished problems are saved)", lambda: table(bench.rows()))
         return None
 
     def _stop(self, _rest: str) -> None:

@@ -127,8 +127,9 @@ def part_preview(part: dict) -> dict:
 
 # --- the notebook -------------------------------------------------------------------------------
 
-def summary_html(summary: dict, live_part: str = "") -> str:
-    """The parts table, the end-to-end verdict and the timeline, as one HTML block."""
+def summary_html(summary: dict, live_part: str = "", png: str | None = None) -> str:
+    """The parts table, the end-to-end verdict and the timeline (`png`, drawn from the
+    summary when not given), as one HTML block."""
     rows = []
     for r in summary["parts"]:
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
@@ -140,7 +141,7 @@ def summary_html(summary: dict, live_part: str = "") -> str:
     head = "".join(f"<th>{h}</th>" for h in ("part", "share", "uses", "ops", "state", "vs eager",
                                                "vs compile", "in model", "why"))
     e2e = html.escape(end_to_end_line(summary.get("end_to_end") or {})).replace("\n", "<br>")
-    png = timeline_png(summary)
+    png = png if png is not None else timeline_png(summary)
     chart = f"<img alt='timeline' src='data:image/png;base64,{png}'>" if png else ""
     live = f"<p>{html.escape(live_part)}</p>" if live_part else ""
     error = (f"<p><b>error:</b> {html.escape(summary['error'])}</p>"
@@ -197,6 +198,8 @@ class NotebookModelView:
         from IPython.display import HTML, display
         self.session, self.HTML = session, HTML
         self.live_part = ""
+        self.png = ""               # the timeline changes only when the model is decomposed or
+        #                             judged end to end: not redrawn for every part's event
         self.handle = display(HTML(summary_html(session.summary(), "decomposing the model...")),
                               display_id=display_id or True)
 
@@ -220,4 +223,7 @@ class NotebookModelView:
             self.live_part = ""
         elif event.kind not in ("decomposed", "part_finished", "end_to_end"):
             return
-        self.handle.update(self.HTML(summary_html(self.session.summary(), self.live_part)))
+        summary = self.session.summary()
+        if event.kind in ("decomposed", "end_to_end", "finished"):
+            self.png = timeline_png(summary) or ""
+        self.handle.update(self.HTML(summary_html(summary, self.live_part, self.png)))
