@@ -230,10 +230,10 @@ def cmd_runs(args) -> int:
 
 
 def history_table(session) -> str:
-    rows = [("iter", "sample", "kind", "state", "ms", "vs eager", "vs compile")]
+    rows = [("iter", "sample", "from", "kind", "state", "ms", "vs eager", "vs compile")]
     for a in session.history:
         t = a.result.timing
-        rows.append((str(a.iteration), str(a.sample), a.kind, a.result.state,
+        rows.append((str(a.iteration), str(a.sample), a.parent or "-", a.kind, a.result.state,
                      f"{t.candidate_ms:.4g}" if t.candidate_ms else "-",
                      f"{t.speedup_vs_eager:.2f}x" if t.speedup_vs_eager else "-",
                      f"{t.speedup_vs_compile:.2f}x" if t.speedup_vs_compile else "-"))

@@ -123,6 +123,12 @@ OPTIONS: tuple[Option, ...] = (
            command_defaults={BENCH: 3}, trait=True),
     Option("--samples", "candidates per round, evaluated concurrently; the best is kept "
            "(default {default})", AGENT, type=positive(int), default=1, trait=True),
+    Option("--search", "which candidates a round expands: greedy (the best), beam (the best of "
+           "each of the --beam best lineages) or evolve (--beam parents by tournament, with "
+           "changes that worked in one lineage tried on the others) (default {default})", AGENT,
+           choices=("greedy", "beam", "evolve"), default="greedy", trait=True),
+    Option("--beam", "parents a round expands for --search beam or evolve, each with "
+           "--samples children (default 2)", AGENT, type=positive(int), metavar="K"),
     Option("--from", "a verified kernel (file, or run folder) for another target to translate",
            SESSION, dest="translate_from", metavar="RUN_OR_FILE"),
     Option("--review", "ask on the terminal before applying each recommendation",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..executors import make_executor
 from ..options import BENCH, defaults
-from ..session.config import agents_from_args, budget_from_args, eval_options
+from ..session.config import agents_from_args, budget_from_args, eval_options, search_from_args
 from ..targets import get_target
 from .runner import Bench
 from .store import Store, folder_name
@@ -33,4 +33,4 @@ def bench_from_args(args) -> Bench:
     executor = make_executor(args.workers, args.cluster, log_dir=store.folder / "workers")
     return Bench(suite, target, store, executor, agents=agents_from_args(args),
                  budget=budget_from_args(args), options=eval_options(args),
-                 candidates=args.candidates)
+                 candidates=args.candidates, search=search_from_args(args))

@@ -36,8 +36,9 @@ class Bench:
     def __init__(self, entries: list[Entry], target: str, store: Store,
                  executor: Executor | None = None, agents: AgentConfig | None = None,
                  budget: Budget | None = None, options: EvalOptions | None = None,
-                 candidates: str | Path | None = None):
+                 candidates: str | Path | None = None, search=None):
         self.entries, self.target, self.store = entries, target, store
+        self.search = search                 # the strategy each problem's session uses
         self.executor = executor or InProcess()
         self.agents, self.budget = agents or AgentConfig(), budget or Budget()
         self.options = options or EvalOptions()
@@ -154,7 +155,7 @@ class Bench:
     def session_row(self, entry: Entry, problem: Problem, started: float) -> Row:
         session = Session(problem, self.target, fresh(self.agents), fresh(self.budget),
                           fresh(self.options), out=self.store.folder / "runs",
-                          executor=self.executor)
+                          executor=self.executor, search=self.search)
         with self._lock:
             self._live.add(session)
         try:

@@ -102,8 +102,9 @@ class ModelSession:
                  budget: Budget | None = None, options: EvalOptions | None = None,
                  parts: list[int] | None = None, top: int | None = None,
                  use: str = "faster", out: str | Path = "kforge-runs",
-                 executor: Executor | None = None):
+                 executor: Executor | None = None, search=None):
         from ..agents import AgentConfig
+        self.search = search                 # the strategy each part's session uses
         self.problem, self.target = problem, get_target(target)
         self.agents = agents or AgentConfig()
         self.budget = budget or Budget()
@@ -209,7 +210,7 @@ class ModelSession:
         options = dataclasses.replace(self.options)      # each Session sets its own out_dir
         return Session(problem, self.target.name, agents=self.agents,
                        budget=dataclasses.replace(self.budget), options=options,
-                       out=folder, executor=self.executor)
+                       out=folder, executor=self.executor, search=self.search)
 
     def _optimise(self, part: int) -> None:
         info = self.decomposition["parts"][part]

@@ -90,7 +90,11 @@ class Recorder:
 
 
 class ReplayProvider:
-    """Plays a recording back, call by call, per role (generation and analysis separately)."""
+    """Plays a recording back, call by call, per role (generation and analysis separately).
+
+    A round's samples (and a search's branches) ask concurrently, so they reach a provider in
+    any order: each request takes the earliest recorded call not yet played with the same
+    prompt, and the run diverges only where no such call is left."""
     name = "replay"
 
     def __init__(self, path: str | Path, role: str, strict: bool = True, start: int = 0):
@@ -101,6 +105,8 @@ class ReplayProvider:
         self.entries = [e for e in entries if e.get("role", role) == role]
         self.path, self.role, self.strict = path, role, strict
         self.position = start        # a resumed run picks up after the calls it already made
+        self._unplayed = list(range(start, len(self.entries)))
+        self._lock = threading.Lock()
         self.model = self.entries[0]["reply"].get("model", "") if self.entries else ""
         # pictures are sent where the recorded run sent them (a recording made before them,
         # or with --no-images, replays text only)
@@ -110,18 +116,25 @@ class ReplayProvider:
     def complete(self, system: str, messages: list[dict], max_tokens: int,
                  deadline: float | None = None) -> Reply:
         # `deadline` is ignored: a recording answers at once, and never fails transiently
-        if self.position >= len(self.entries):
-            raise ProviderError(f"replay {self.path.name} ran out: it holds "
-                                f"{len(self.entries)} {self.role} calls and call "
-                                f"{self.position + 1} was asked for")
-        entry = self.entries[self.position]
-        if self.strict and recorded_digest(entry) != request_digest(system, messages):
-            raise ProviderError(
-                f"replay {self.path.name} diverged at {self.role} call {self.position + 1}: the "
-                f"prompt differs from the recorded one "
-                f"({first_difference(entry.get('request'), system, messages)})")
-        self.position += 1
-        return Reply(**entry["reply"])
+        with self._lock:
+            if not self._unplayed:
+                raise ProviderError(f"replay {self.path.name} ran out: it holds "
+                                    f"{len(self.entries)} {self.role} calls and call "
+                                    f"{self.position + 1} was asked for")
+            digest = request_digest(system, messages)
+            index = next((k for k in self._unplayed
+                          if recorded_digest(self.entries[k]) == digest), None)
+            if index is None:
+                entry = self.entries[self._unplayed[0]]
+                if self.strict:
+                    raise ProviderError(
+                        f"replay {self.path.name} diverged at {self.role} call "
+                        f"{self.position + 1}: the prompt differs from the recorded one "
+                        f"({first_difference(entry.get('request'), system, messages)})")
+                index = self._unplayed[0]
+            self._unplayed.remove(index)
+            self.position += 1
+            return Reply(**self.entries[index]["reply"])
 
 
 def recorded_digest(entry: dict) -> str:

@@ -23,7 +23,8 @@ def session_from_args(problem: Problem, args, policy=None) -> Session:
     return Session(
         problem, args.target, agents=agents_from_args(args), budget=budget_from_args(args),
         options=eval_options(args), mode=getattr(args, "mode", None) or "auto", aux=args.aux,
-        translate_from=args.translate_from, out=args.out, policy=policy)
+        translate_from=args.translate_from, out=args.out, policy=policy,
+        search=search_from_args(args))
 
 
 def model_session_from_args(problem: Problem, args):
@@ -31,7 +32,8 @@ def model_session_from_args(problem: Problem, args):
     from ..model import ModelSession
     return ModelSession(problem, args.target, agents=agents_from_args(args),
                         budget=budget_from_args(args), options=eval_options(args),
-                        parts=args.parts, top=args.top, use=args.use, out=args.out)
+                        parts=args.parts, top=args.top, use=args.use, out=args.out,
+                        search=search_from_args(args))
 
 
 def agents_from_args(args):
@@ -44,6 +46,13 @@ def agents_from_args(args):
                        replay=getattr(args, "replay", None), prompts_dir=args.prompts,
                        hint=args.hint, images=not args.no_images,
                        knowledge_dirs=check_folders(getattr(args, "knowledge", None)))
+
+
+def search_from_args(args):
+    """The search strategy (--search, --beam); a --beam with greedy is a SearchError (a
+    usage error, exit 2)."""
+    from .search import make_search
+    return make_search(getattr(args, "search", None) or "greedy", getattr(args, "beam", None))
 
 
 def budget_from_args(args) -> Budget:

@@ -15,6 +15,7 @@ Its state is saved in the run folder as it goes (see saved.py): an interrupted r
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 import threading
 import time
 import traceback
@@ -36,6 +37,7 @@ from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision,
 from .events import Event
 from .inputs import load_translation, parse_aux
 from .records import Attempt, Budget, History
+from .search import Branch, Crossover, Tree, make_search
 from . import saved
 
 
@@ -47,7 +49,8 @@ class Session:
                  mode: str = "auto", aux: list[str] | None = None,
                  translate_from: str | None = None, out: str | Path = "kforge-runs",
                  policy=None, folder: str | Path | None = None,
-                 clock: Callable[[], float] = time.monotonic, executor: Executor | None = None):
+                 clock: Callable[[], float] = time.monotonic, executor: Executor | None = None,
+                 search=None):
         if mode not in ("auto", "review"):
             raise ValueError(f"mode must be 'auto' or 'review', not {mode!r}")
         self.problem, self.target = problem, get_target(target)
@@ -57,6 +60,11 @@ class Session:
         self.executor = executor or InProcess()      # where candidates are judged
         self.mode = mode
         self.policy = policy or (QueuePolicy() if mode == "review" else AutoPolicy())
+        self.search = make_search(search or "greedy") if isinstance(search, str) or \
+            search is None else search           # which candidates a round expands
+        self.pinned: set[str] = set()        # ids the person wants expanded every round
+        self.pruned: set[str] = set()        # ids whose branch is never expanded again
+        self.finished_branches: set[str] = set()   # ids the analyst had nothing more for
         self.aux_specs = list(aux or [])
         self.aux = [parse_aux(spec) for spec in self.aux_specs]
         self.translate_from = load_translation(translate_from)
@@ -77,6 +85,7 @@ class Session:
         self._done = threading.Event()
         self._closing = False        # set before `finished` is emitted: views see the end
         self._last_recommendation: Recommendation | None = None
+        self._agreed = False                 # a person accepted the analyst's "nothing more"
         self._thread: threading.Thread | None = None
         self._clock = clock                  # wall-time budget; tests pass a scripted clock
         self._started: float | None = None
@@ -150,6 +159,34 @@ class Session:
         if isinstance(self.policy, QueuePolicy):
             self.policy.put(Decision(STOP))
 
+    def pin(self, attempt_id: str, on: bool = True) -> None:
+        """Expand this candidate every round from now on (before the search's own choices);
+        `on=False` unpins it."""
+        self._steer(self.pinned, attempt_id, on, "pin")
+
+    def prune(self, attempt_id: str, on: bool = True) -> None:
+        """Never expand this candidate or anything descended from it again (it stays in the
+        history, and may still be the best); `on=False` takes the prune back."""
+        self._steer(self.pruned, attempt_id, on, "prune")
+
+    def _steer(self, ids: set[str], attempt_id: str, on: bool, verb: str) -> None:
+        attempt = next((a for a in self.history if a.id == str(attempt_id)), None)
+        if attempt is None:
+            raise ValueError(f"no candidate {attempt_id!r} to {verb}; ids are iteration.sample, "
+                             f"e.g. {self.history[-1].id if self.history else '0.0'}")
+        if verb == "pin" and on and attempt.result.state != CORRECT:
+            raise ValueError(f"candidate {attempt.id} is {attempt.result.state}: only a correct "
+                             "candidate can be pinned (a round expands it)")
+        with self._state_lock:
+            (ids.add if on else ids.discard)(attempt.id)
+        self._emit("steer", attempt.iteration, action=verb if on else f"un{verb}",
+                   id=attempt.id, pinned=sorted(self.pinned), pruned=sorted(self.pruned))
+        self._save_state()
+
+    def tree(self) -> Tree:
+        """The attempts as a search tree, with the pins and prunes (see search.py)."""
+        return Tree(list(self.history), self.pinned, self.pruned, self.finished_branches)
+
     def evaluate_code(self, code: str, label: str = "manual") -> Attempt:
         """Judge a hand-written or hand-edited candidate and add it to the history. It joins
         the iteration under way (the last one once the run has ended) with a sample number
@@ -167,9 +204,13 @@ class Session:
                 else self.history[-1].iteration
             taken = [a.sample for a in self.history if a.iteration == iteration]
             taken += [s for i, s in self._manual_slots if i == iteration]
-            sample = max([self.budget.samples - 1, *taken]) + 1
+            sample = max([self._agent_samples() - 1, *taken]) + 1
             self._manual_slots.add((iteration, sample))
             return iteration, sample
+
+    def _agent_samples(self) -> int:
+        """The most candidates the agent asks for in one round."""
+        return self.search.width * max(1, self.budget.samples)
 
     def export(self, path: str | Path, attempt: Attempt | None = None) -> Path:
         """Write the best (or the given) candidate as a standalone .py; see kforge_nb/export.py."""
@@ -271,7 +312,8 @@ class Session:
                    device=self.target.device() if available.runs else available.reason,
                    provider=self.provider_description, model=config.model,
                    analysis_model=config.analysis_model, iterations=self.budget.iterations,
-                   samples=self.budget.samples, mode=self.mode, artifacts=str(self.folder),
+                   samples=self.budget.samples, search=self.search.name,
+                   width=self.search.width, mode=self.mode, artifacts=str(self.folder),
                    timing_note=self.target.timing_note(), resumed_at=self.next_iteration)
         for note in self._resume_notes:
             self._emit("notice", self.next_iteration, text=note)
@@ -286,107 +328,166 @@ class Session:
                 return
             best_before = self.best
             if best_before is None:
-                last = self.history[-1] if self.history else None
-                kind = "fix" if last and last.code else "initial"
-                self._emit("iteration_started", iteration, phase="functional", kind=kind)
-                if not self._round(iteration, kind, last, None, None):
+                plans = self._functional_plans()
+                self._emit("iteration_started", iteration, phase="functional",
+                           kind=plans[0].kind)
+                if not self._round(iteration, plans, functional=True):
                     self.finish_reason = self._budget_too_small()
                     return
             else:
-                if not self._reserve():          # the analyst's call counts against budgets too
-                    self.finish_reason = self._budget_too_small()
+                branches = self.search.branches(self.tree(), self._rank, iteration)
+                if not branches:
+                    self.finish_reason = self._nothing_to_expand()
                     return
-                try:
-                    recommendation = self._recommend(best_before, iteration)
-                finally:
-                    self._release()
-                done = recommendation.action.get("kind") == "done"
-                if done and self.mode != "review":
-                    self.finish_reason = f"the analyst has nothing further to recommend " \
-                                         f"({recommendation.title})"
+                plans = []
+                for slot, branch in enumerate(branches):
+                    plan = self._plan(branch, iteration, slot)
+                    if self.finish_reason:          # stopped, or the budget ran out
+                        return
+                    if plan is not None:
+                        plans.append(plan)
+                if not plans and not self.search.branches(self.tree(), self._rank, iteration):
+                    self.finish_reason = self._nothing_to_expand()
                     return
-                # In review mode a person answers every recommendation, "done" included:
-                # accepting it ends the run, a redirect or an edit goes on with their words.
-                decision = self.policy.decide(recommendation)
-                self._emit("decision", iteration, kind=decision.kind, text=decision.text)
-                self._save_json(iteration, "decision.json", {"kind": decision.kind,
-                                                             "text": decision.text})
-                if decision.kind == STOP or self._stop.is_set():
-                    self.finish_reason = "stopped by the user"
-                    return
-                if done and decision.kind in (ACCEPT, SKIP):
-                    self.finish_reason = f"the analyst has nothing further to recommend " \
-                                         f"({recommendation.title}); you agreed"
-                    return
-                if decision.kind == SKIP:
-                    self._iteration_done(iteration)
-                    continue
-                instruction = {ACCEPT: recommendation.text, EDIT: decision.text,
-                               REDIRECT: decision.text}[decision.kind]
-                self._emit("iteration_started", iteration, phase="optimisation", kind="optimise")
-                if not self._round(iteration, "optimise", best_before, recommendation, decision,
-                                   instruction):
-                    self.finish_reason = self._budget_too_small()
-                    return
-                improved = self.best is not best_before
-                self.stale_rounds = 0 if improved else self.stale_rounds + 1
-                if self.budget.patience and self.stale_rounds >= self.budget.patience:
-                    self._iteration_done(iteration)
-                    self.finish_reason = f"{self.stale_rounds} rounds without improvement"
-                    return
+                if plans:
+                    self._emit("iteration_started", iteration, phase="optimisation",
+                               kind="optimise", parents=[p.base.id if p.base else None
+                                                         for p in plans])
+                    if not self._round(iteration, plans):
+                        self.finish_reason = self._budget_too_small()
+                        return
+                    improved = self.best is not best_before
+                    self.stale_rounds = 0 if improved else self.stale_rounds + 1
+                    if self.budget.patience and self.stale_rounds >= self.budget.patience:
+                        self._iteration_done(iteration)
+                        self.finish_reason = f"{self.stale_rounds} rounds without improvement"
+                        return
             self._iteration_done(iteration)
             if self.budget.iterations == 1 or self._stop.is_set():
                 break
         self.finish_reason = self.finish_reason or (
             "stopped by the user" if self._stop.is_set() else "iteration budget used")
 
-    def _round(self, iteration: int, kind: str, base: Attempt | None,
-               recommendation: Recommendation | None, decision: Decision | None,
-               instruction: str | None = None) -> int:
-        """Ask for this round's samples and judge them; how many could be asked for."""
-        def one(sample: int) -> bool:
+    def _functional_plans(self) -> list["Plan"]:
+        """No correct candidate yet: fix the last round's failures (one branch each, up to the
+        search's width), or write from scratch where none has code."""
+        last = [a for a in self.history if a.iteration == self.history[-1].iteration] \
+            if self.history else []
+        failures = [a for a in reversed(last) if a.code][:self.search.width]
+        if failures:
+            return [Plan("fix", a) for a in failures]
+        base = self.history[-1] if self.history else None   # a generation failure, or none
+        return [Plan("initial", base) for _ in range(self.search.width)]
+
+    def _plan(self, branch: Branch, iteration: int, slot: int) -> "Plan | None":
+        """Analyse a branch's parent and decide on the recommendation (the policy: you, in
+        review mode); None where the branch is skipped or finished. Sets finish_reason where
+        the whole search must end (a stop, a budget)."""
+        if branch.parent is None:
+            return Plan("initial", None)
+        if not self._reserve():              # the analyst's call counts against budgets too
+            self.finish_reason = self._budget_too_small()
+            return None
+        try:
+            recommendation = self._recommend(branch.parent, iteration, slot)
+        finally:
+            self._release()
+        done = recommendation.action.get("kind") == "done"
+        if done and self.mode != "review":
+            self.finished_branches.add(branch.parent.id)
+            return None
+        # In review mode a person answers every recommendation, "done" included: accepting
+        # it ends the branch, a redirect or an edit goes on with their words.
+        decision = self.policy.decide(recommendation)
+        self._emit("decision", iteration, kind=decision.kind, text=decision.text,
+                   parent=branch.parent.id)
+        self._save_json(iteration, _slot_file("decision.json", slot),
+                        {"kind": decision.kind, "text": decision.text,
+                         "parent": branch.parent.id})
+        if decision.kind == STOP or self._stop.is_set():
+            self.finish_reason = "stopped by the user"
+            return None
+        if done and decision.kind in (ACCEPT, SKIP):
+            self.finished_branches.add(branch.parent.id)
+            self._agreed = True
+            return None
+        if decision.kind == SKIP:
+            return None
+        instruction = {ACCEPT: recommendation.text, EDIT: decision.text,
+                       REDIRECT: decision.text}[decision.kind]
+        return Plan("optimise", branch.parent, recommendation, decision, instruction,
+                    branch.crossovers)
+
+    def _nothing_to_expand(self) -> str:
+        """Why the search has no branch left."""
+        last = self._last_recommendation
+        if last is not None and last.action.get("kind") == "done" and self.finished_branches:
+            agreed = "; you agreed" if self._agreed else ""
+            return f"the analyst has nothing further to recommend ({last.title}){agreed}"
+        if self.pruned:
+            return "every branch is pruned or finished: nothing left to expand"
+        return "nothing left to expand"
+
+    def _round(self, iteration: int, plans: list["Plan"], functional: bool = False) -> int:
+        """Ask for each plan's samples and judge them, all concurrently; how many could be
+        asked for."""
+        samples = max(1, self.budget.samples)
+        seeds_before = 0 if functional else sum(a.kind == "initial" for a in self.history)
+        jobs, seeds = [], 0
+        for plan in plans:
+            for k in range(samples):
+                if plan.base is None or plan.kind == "initial":   # a seed: every one differs
+                    variant, seeds = seeds_before + seeds, seeds + 1
+                else:
+                    variant = k
+                jobs.append((len(jobs), plan, variant))
+
+        def one(job) -> bool:
+            sample = job[0]
             if not self._reserve():
                 self._emit("notice", iteration, text=f"sample {sample} not asked for: the "
                            "token or cost budget would not cover it")
                 return False
             try:
-                generate(sample)
+                generate(*job)
             finally:
                 self._release()
             return True
 
-        def generate(sample: int) -> None:
+        def generate(sample: int, plan: Plan, variant: int) -> None:
+            base = plan.base
+            said, applied = plan.variation(variant)
             request = GenerationRequest(
-                problem=self.problem, target=self.target.name, kind=kind, iteration=iteration,
-                previous_code=base.code if base else None,
-                previous_result=base.result if base else None, instruction=instruction,
+                problem=self.problem, target=self.target.name, kind=plan.kind,
+                iteration=iteration, previous_code=base.code if base else None,
+                previous_result=base.result if base else None, instruction=plan.instruction,
                 aux=[(name, text) for name, text, only in self.aux
                      if only is None or iteration in only],
-                translate_from=self.translate_from, sample=sample,
-                precision=self.options.precision, deadline=self._deadline(),
-                variation=variation(sample, recommendation, decision))
+                translate_from=self.translate_from, sample=sample, variant=variant,
+                precision=self.options.precision, deadline=self._deadline(), variation=said)
             generation = self.generator.generate(request)
             with self._usage_lock:          # samples of one round finish on several threads
                 self.usage = self.usage + generation.usage
                 self._largest_call = max(self._largest_call, generation.usage, key=_call_size)
+            parent = base.id if base is not None and base.code else None
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
                        failure=generation.failure, usage=vars(generation.usage),
                        notes=generation.notes, knowledge=generation.knowledge,
-                       variation=generation.variation)
+                       variation=generation.variation, parent=parent)
             self._save_generation(iteration, sample, generation)
+            lineage = dict(parent=parent, applied=applied)
             if generation.code is None:
                 result = Result(GENERATION_FAILURE, generation.failure or "no code")
-                self._record(Attempt(iteration, sample, kind, None, result, generation,
-                                     recommendation, decision))
+                self._record(Attempt(iteration, sample, plan.kind, None, result, generation,
+                                     plan.recommendation, plan.decision, **lineage))
             else:
-                self._evaluate(generation.code, iteration, sample, generation, kind,
-                               recommendation, decision)
-        samples = max(1, self.budget.samples)
+                self._evaluate(generation.code, iteration, sample, generation, plan.kind,
+                               plan.recommendation, plan.decision, **lineage)
         first = 0 if self._largest_call.calls else 1   # a first call alone: its size is the
-        asked = [one(sample) for sample in range(first)]   # estimate the others reserve
-        if samples > first:
-            with ThreadPoolExecutor(samples - first) as pool:
-                asked += pool.map(one, range(first, samples))
+        asked = [one(job) for job in jobs[:first]]      # estimate the others reserve
+        if len(jobs) > first:
+            with ThreadPoolExecutor(len(jobs) - first) as pool:
+                asked += pool.map(one, jobs[first:])
         return sum(asked)
 
     def _reserve(self) -> bool:
@@ -418,27 +519,31 @@ class Session:
             self._in_flight -= 1
 
     def _evaluate(self, code: str, iteration: int, sample: int, generation: Generation | None,
-                  kind: str, recommendation=None, decision=None) -> Attempt:
+                  kind: str, recommendation=None, decision=None, parent: str | None = None,
+                  applied: Recommendation | None = None) -> Attempt:
         options = self.options
         if generation is not None and generation.kept_ops:
             options = _with_allowed(options, generation.kept_ops)
         folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
         result = self.executor.evaluate(self.problem, code, self.target, options, folder)
         attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
-                          decision)
+                          decision, parent, applied=applied)
         self._record(attempt)
         return attempt
 
     def _record(self, attempt: Attempt) -> None:
-        self.history.append(attempt)
+        with self._state_lock:       # samples finish on several threads; the tree is read whole
+            attempt.lineage = self.tree().lineage_of(attempt)
+            self.history.append(attempt)
         self._emit("evaluated", attempt.iteration, sample=attempt.sample, code=attempt.code,
-                   result=attempt.result.to_dict(), best=self.best is attempt, kind=attempt.kind)
+                   result=attempt.result.to_dict(), best=self.best is attempt, kind=attempt.kind,
+                   parent=attempt.parent, lineage=attempt.lineage)
         self._emit("usage", attempt.iteration, **self._usage_dict())
         if self._status:                    # not for a candidate judged before the run starts
             self._save_state()
 
-    def _recommend(self, best: Attempt, iteration: int) -> Recommendation:
-        history = [a.recommendation.title for a in self.history if a.recommendation]
+    def _recommend(self, best: Attempt, iteration: int, slot: int = 0) -> Recommendation:
+        history = self.search.tried(self.tree(), best)
         request = AnalysisRequest(self.problem, self.target.name, best.code, best.result,
                                   profile_summary(best.result), history, iteration,
                                   deadline=self._deadline(),
@@ -452,16 +557,18 @@ class Session:
             self._largest_call = max(self._largest_call, recommendation.usage, key=_call_size)
         self._emit("recommendation", iteration, title=recommendation.title,
                    text=recommendation.text, expected_gain=recommendation.expected_gain,
-                   usage=vars(recommendation.usage))
-        self._save_json(iteration, "recommendation.json", {
+                   usage=vars(recommendation.usage), parent=best.id)
+        self._save_json(iteration, _slot_file("recommendation.json", slot), {
+            "parent": best.id,
             "title": recommendation.title, "text": recommendation.text,
             "expected_gain": recommendation.expected_gain, "action": recommendation.action,
             "summary": request.summary, "messages": recommendation.messages,
             "response": recommendation.response,
-            "images": [picture.file_name for picture in recommendation.pictures]})
+            "images": [_slot_file(picture.file_name, slot)
+                       for picture in recommendation.pictures]})
         for picture in recommendation.pictures:     # what the analyst saw, beside its prompt
-            artifacts.write_bytes(self.folder / f"iter-{iteration:02d}" / picture.file_name,
-                                  picture.png)
+            artifacts.write_bytes(self.folder / f"iter-{iteration:02d}" /
+                                  _slot_file(picture.file_name, slot), picture.png)
         return recommendation
 
     def _over_budget(self) -> str | None:
@@ -493,6 +600,9 @@ class Session:
         self.next_iteration = max([progress["next_iteration"], *(a.iteration + 1 for a in agents)])
         # a run that ended on its own (patience, a provider error, Stop) gets fresh patience
         self.stale_rounds = progress["stale_rounds"] if run.status == "interrupted" else 0
+        self.pinned = set(progress.get("pinned", []))
+        self.pruned = set(progress.get("pruned", []))
+        self.finished_branches = set(progress.get("finished_branches", []))
         self._elapsed_before = float(progress.get("elapsed_s", 0.0))
         self.events = [e for e in _read_events(self.folder / "events.jsonl")
                        if e.kind != "finished"]
@@ -597,8 +707,17 @@ def _with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
     return dataclasses.replace(options, guardrails=rails)
 
 
+def _slot_file(name: str, slot: int) -> str:
+    """A round's files for its first branch keep their names; the others' carry the slot."""
+    if slot == 0:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    return f"{stem}-{slot}{dot}{suffix}" if dot else f"{name}-{slot}"
+
+
 # Samples after the first try something else (#0 takes the instruction as it is): in an
-# optimisation round the analyst's next-ranked changes, else one of these directions.
+# optimisation round the changes that made other lineages faster (evolve), then the analyst's
+# next-ranked changes, else one of these directions.
 DIRECTIONS = (
     "Take a different approach from the obvious one: another work decomposition (what one "
     "thread or program computes) and other block or tile sizes.",
@@ -609,14 +728,39 @@ DIRECTIONS = (
 )
 
 
-def variation(sample: int, recommendation: Recommendation | None,
-              decision: Decision | None) -> str:
-    """What sample `sample` of a round tries instead of repeating sample 0."""
-    if sample == 0:
-        return ""
-    if recommendation is not None and (decision is None or decision.kind == ACCEPT) \
-            and len(recommendation.alternatives) >= sample:
-        return ("Instead of the recommendation above, apply this other change (the analyst "
-                f"ranked it next):\n{recommendation.alternatives[sample - 1]}")
-    return DIRECTIONS[(sample - 1) % len(DIRECTIONS)]
+@dataclass
+class Plan:
+    """One branch of a round, decided: what its samples are asked for, from which parent."""
+    kind: str                                   # initial, fix or optimise
+    base: Attempt | None                        # the parent (None: from scratch)
+    recommendation: Recommendation | None = None
+    decision: Decision | None = None
+    instruction: str | None = None
+    crossovers: list[Crossover] = field(default_factory=list)
 
+    def variation(self, variant: int) -> tuple[str, Recommendation | None]:
+        """What sample `variant` of this branch tries instead of repeating sample 0, and the
+        change it is asked to make where that is one (the tree's record of what worked)."""
+        asked = self.recommendation is not None and \
+            (self.decision is None or self.decision.kind == ACCEPT)
+        if variant == 0:
+            if self.recommendation is None or self.decision is None:
+                return "", None
+            if asked:
+                return "", Recommendation(self.recommendation.title, self.recommendation.text)
+            return "", Recommendation(f"your {self.decision.kind}: "
+                                      f"{self.decision.text.splitlines()[0][:60]}",
+                                      self.decision.text)
+        if self.kind == "optimise" and variant <= len(self.crossovers):
+            cross = self.crossovers[variant - 1]
+            return ("Instead of the recommendation above, apply this change; it made "
+                    f"candidate {cross.source} {cross.gain:.2f}x faster in another lineage:\n"
+                    f"{cross.change.text}"), cross.change
+        variant -= len(self.crossovers) if self.kind == "optimise" else 0
+        alternatives = self.recommendation.alternatives if asked else []
+        if len(alternatives) >= variant:
+            text = alternatives[variant - 1]
+            return ("Instead of the recommendation above, apply this other change (the "
+                    f"analyst ranked it next):\n{text}"), \
+                Recommendation(text.splitlines()[0][:60], text)
+        return DIRECTIONS[(variant - 1) % len(DIRECTIONS)], None

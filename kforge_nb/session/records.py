@@ -44,6 +44,10 @@ class Attempt:
     generation: Generation | None = None
     recommendation: Recommendation | None = None
     decision: Decision | None = None
+    parent: str | None = None        # the id of the candidate it was made from (fixed or optimised)
+    lineage: str | None = None       # the id of the first correct candidate of its line (search.py)
+    applied: Recommendation | None = None   # the change it was asked to make, where it was one
+    #                                  (the recommendation, an alternative, another lineage's)
 
     @property
     def id(self) -> str:
@@ -62,7 +66,10 @@ class Attempt:
                 "code": self.code, "result": self.result.to_dict(),
                 "recommendation": self.recommendation.title if self.recommendation else None,
                 "decision": self.decision.kind if self.decision else None,
-                "decision_text": self.decision.text if self.decision else None}
+                "decision_text": self.decision.text if self.decision else None,
+                "parent": self.parent, "lineage": self.lineage,
+                "applied": {"title": self.applied.title, "text": self.applied.text}
+                if self.applied else None}
 
     def cells(self) -> list[str]:
         """id, kind, state, time and speedup (or the message's start, for a failure)."""

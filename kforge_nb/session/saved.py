@@ -51,7 +51,9 @@ def config_of(session) -> dict:
             "custom_analyst": session.agents_config.analyst is not None,
             "budget": dataclasses.asdict(session.budget), "options": options,
             "mode": session.mode, "aux": session.aux_specs,
-            "translate_from": session.translate_from}
+            "translate_from": session.translate_from,
+            "search": {"strategy": session.search.name, "width": session.search.width,
+                       "seed": session.search.seed}}
 
 
 def write_state(session, status: str) -> None:
@@ -60,7 +62,9 @@ def write_state(session, status: str) -> None:
         "schema": SCHEMA, "status": status, "pid": os.getpid(), "host": socket.gethostname(),
         "config": session.config, "progress": {
             "next_iteration": session.next_iteration, "stale_rounds": session.stale_rounds,
-            "elapsed_s": round(session.elapsed(), 3), "usage": dataclasses.asdict(session.usage)},
+            "elapsed_s": round(session.elapsed(), 3), "usage": dataclasses.asdict(session.usage),
+            "pinned": sorted(session.pinned), "pruned": sorted(session.pruned),
+            "finished_branches": sorted(session.finished_branches)},
         "summary": session.summary(), "history": [a.to_dict() for a in list(session.history)]})
 
 
@@ -175,6 +179,7 @@ def resume(folder: str | Path, policy=None, mode: str | None = None, **budget_ch
     from ..guardrails import Guardrails
     from ..problem import Problem
     from .core import Session
+    from .search import make_search
     saved = read(folder)
     if saved.status == "running":
         raise ResumeError(f"{saved.folder} is still running (process {saved.data.get('pid')}); "
@@ -199,7 +204,8 @@ def resume(folder: str | Path, policy=None, mode: str | None = None, **budget_ch
         Problem(p["source"], p["name"], p["path"]), config["target"],
         agents=AgentConfig(**config["agents"]), budget=budget,
         options=EvalOptions(**options), mode=mode or config["mode"], aux=config["aux"],
-        translate_from=None, policy=policy, folder=saved.folder)
+        translate_from=None, policy=policy, folder=saved.folder,
+        search=make_search(**search) if (search := config.get("search")) else None)
     session.translate_from = config["translate_from"]    # the text itself: its file may be gone
     session.config = config_of(session)
     session.restore(saved, notes=_notes(saved, config))
@@ -221,8 +227,11 @@ def attempt_from_dict(d: dict) -> Attempt:
     recommendation = Recommendation(d["recommendation"], "") if d.get("recommendation") else None
     decision = Decision(d["decision"], d.get("decision_text") or "") \
         if d.get("decision") else None
+    applied = d.get("applied")
     return Attempt(d["iteration"], d["sample"], d["kind"], d.get("code"),
-                   Result.from_dict(d["result"]), None, recommendation, decision)
+                   Result.from_dict(d["result"]), None, recommendation, decision,
+                   d.get("parent"), d.get("lineage"),
+                   Recommendation(applied["title"], applied["text"]) if applied else None)
 
 
 def usage_from_dict(d: dict) -> Usage:

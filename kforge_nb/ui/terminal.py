@@ -21,6 +21,8 @@ class Progress:
         elif event.kind == "started":
             line = (f"kforge run: {d['problem']} on {d['target']} ({d['device']}), provider "
                     f"{d['provider']}, {d['iterations']} iterations x {d['samples']} samples")
+            if d.get("search", "greedy") != "greedy":
+                line += f", {d['search']} search over {d['width']} branches"
             if d.get("timing_note"):
                 line += f"\n  timings: {d['timing_note']}"
         elif event.kind == "iteration_started":
@@ -32,10 +34,13 @@ class Progress:
                      if r["state"] == "correct" and t.get("candidate_ms") and
                      t.get("speedup_vs_eager") else "")
             line = f"[{i}.{d['sample']}] {r['state']}{speed}{' (best)' if d['best'] else ''}"
+            if d.get("parent") and d.get("kind") == "optimise":
+                line += f" (from {d['parent']})"
             if r["state"] != "correct":
                 line += f": {r['message'].splitlines()[0][:160]}"
         elif event.kind == "recommendation":
-            line = f"[{i}] recommendation: {d['title']}"
+            line = f"[{i}] recommendation for {d['parent']}: {d['title']}" if d.get("parent") \
+                else f"[{i}] recommendation: {d['title']}"
         elif event.kind == "decision":
             line = f"[{i}] decision: {d['kind']}" + (f" ({d['text'][:80]})" if d["text"] else "")
         elif event.kind == "finished":

@@ -89,20 +89,23 @@ def apply_action(options, action: dict) -> tuple[object, str]:
     return options, f"action {kind!r} does not apply to this target; candidate unchanged"
 
 
-def vary(options, sample: int) -> tuple[object, str]:
-    """Sample k > 0 of a round: the same candidate with other knobs, so that a round's samples
-    are a small autotuning sweep around sample 0 rather than copies of it."""
+def vary(options, variant: int) -> tuple[object, str]:
+    """Sample k > 0 of a branch: the same candidate with other knobs, so that a round's samples
+    are a small autotuning sweep around sample 0 rather than copies of it. The sweep walks a
+    grid (two knobs, the first scaled by 2, 1/2, 4, 1/4) so up to 9 samples all differ."""
     if isinstance(options, CppOptions):
-        steps = [{"lane_block": options.lane_block * 2},
-                 {"lane_block": max(32, options.lane_block // 2)},
-                 {"schedule": "dynamic" if options.schedule == "static" else "static"}]
+        first, low, other = "lane_block", 32, {"schedule": "dynamic" if
+                                                 options.schedule == "static" else "static"}
     else:
-        steps = [{"block_size": options.block_size * 2},
-                 {"block_size": max(128, options.block_size // 2)},
-                 {"num_warps": 8 if options.num_warps != 8 else 4}]
-    change = steps[(sample - 1) % len(steps)]
+        first, low, other = "block_size", 128, {"num_warps": 8 if options.num_warps != 8 else 4}
+    value = getattr(options, first)
+    scaled = [{first: value * 2}, {first: max(low, value // 2)}, {first: value * 4},
+              {first: max(low, value // 4)}]
+    steps = [scaled[0], scaled[1], other, {**scaled[0], **other}, {**scaled[1], **other},
+             scaled[2], scaled[3], {**scaled[2], **other}, {**scaled[3], **other}]
+    change = steps[(variant - 1) % len(steps)]
     said = ", ".join(f"{k} {v}" for k, v in change.items())
-    return dataclasses.replace(options, **change), f"sample {sample} varies the knobs: {said}"
+    return dataclasses.replace(options, **change), f"sample {variant} varies the knobs: {said}"
 
 
 def conservative(options):
@@ -128,14 +131,18 @@ class BuiltinGenerator:
             options = dataclasses.replace(defaults, **{k: v for k, v in
                                                        header.get("options", {}).items()
                                                        if k in known})
+        # a sample asked to make another change than the instruction's (the analyst's next
+        # ranked, or one that made another lineage faster) carries that change's action
+        own_change = "action:" in (request.variation or "")
         if request.kind == "optimise":
-            options, applied = apply_action(options, parse_action(request.instruction))
+            options, applied = apply_action(options, parse_action(
+                request.variation if own_change else request.instruction))
         elif request.kind == "fix":
             options, applied = conservative(options), "conservative version: library maths, " \
                 "double accumulators, default parallelism"
         varied = ""
-        if request.sample:
-            options, varied = vary(options, request.sample)
+        if request.variant and not own_change:
+            options, varied = vary(options, request.variant)
             applied = "; ".join(filter(None, [applied, varied]))
         built = self.build(request, options)
         if built.code is None:
@@ -145,7 +152,8 @@ class BuiltinGenerator:
         response = (f"builtin agent ({request.kind}): {len(built.kernels)} kernel(s) for "
                     f"{target}. {notes}")
         return Generation(built.code, response=response, notes=notes,
-                          kept_ops=list(built.kept_ops), variation=varied)
+                          kept_ops=list(built.kept_ops),
+                          variation=varied or (request.variation if own_change else ""))
 
     @staticmethod
     def build(request: GenerationRequest, options) -> Built:
