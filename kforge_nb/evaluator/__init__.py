@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -45,7 +46,7 @@ from ..runtime.native import cache_dir
 from ..targets import Target, get_target
 from ..guardrails import Guardrails
 from . import sandbox
-from .device_lock import timing_lock
+from .device_lock import cpu_work, timing_lock
 from .process import Worker, WorkerFailure, default_memory_limit
 
 SUSPICIOUS_SPEEDUP = 10.0
@@ -245,6 +246,9 @@ class Evaluation:
                "memory_bytes": self.options.memory_bytes,
                "weights": str(self.exchange / "weights.pt"),
                "log": str(self.folder / "reference.log")}
+        # building and checking on the CPU wait for (and hold off) a timing of the CPU
+        self.working = contextlib.ExitStack()
+        self.working.enter_context(cpu_work(self.device))
         self.judge = Worker("reference_main", job, max(self.options.timeout_s, 600.0),
                             self.options.memory_bytes)
         self.worker = None
@@ -264,6 +268,7 @@ class Evaluation:
         except WorkerFailure as failure:     # the candidate's worker died or overran
             return self.finished(tampering(runtime_failure(failure), sorted(self.tampered)))
         finally:
+            self.working.close()
             for worker in (self.worker, self.judge):
                 if worker is not None:
                     worker.close()
@@ -279,6 +284,7 @@ class Evaluation:
         self.lap("start")
         result = self.trials(made["weights"])
         self.lap("trials")
+        self.working.close()               # the shared hold ends before the timing's own
         if result.state == CORRECT and self.options.measure:
             with timing_lock(self.device):
                 try:

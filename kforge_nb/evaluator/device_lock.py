@@ -2,8 +2,11 @@
 
 Concurrent timing on one device lies, whether the other timer is a thread of this process
 (samples of one round) or another evaluation worker (`kforge bench --workers N` on one CPU or
-one GPU). Compiling and checking go on in parallel; only timing and profiling take the lock.
-Workers pinned to different GPUs (CUDA_VISIBLE_DEVICES) hold different locks and time at once.
+one GPU). Timing and profiling take the lock exclusively. On a GPU, compiling and checking go
+on in parallel beside a timing. On the CPU they would run on the cores being timed (g++ -O3
+beside a timed OpenMP kernel on a small machine: timings off by 2x and more), so there they
+hold the same lock shared (`cpu_work`): any number compile and check at once, none while one
+times. Workers pinned to different GPUs hold different locks and time at once.
 """
 from __future__ import annotations
 
@@ -26,15 +29,36 @@ def device_key(device: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", device)
 
 
+def _lock_file(key: str):
+    folder = cache_dir() / "locks"
+    folder.mkdir(exist_ok=True)
+    return open(folder / f"{key}.lock", "a")
+
+
+@contextmanager
+def cpu_work(device: str):
+    """Held (shared) while an evaluation works on the CPU outside its timing: a timing of the
+    CPU waits for it, and it waits for a timing. Nothing on other devices."""
+    if device_key(device) != "cpu":
+        yield
+        return
+    # each holder opens the file anew: flock locks of separate opens exclude one another,
+    # threads of this process included
+    with _lock_file("cpu") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @contextmanager
 def timing_lock(device: str):
     key = device_key(device)
     with _GUARD:
         local = _THREAD_LOCKS.setdefault(key, threading.Lock())
-    with local:                        # threads first: flock does not exclude them
-        folder = cache_dir() / "locks"
-        folder.mkdir(exist_ok=True)
-        with open(folder / f"{key}.lock", "a") as handle:
+    with local:                        # threads queue here, not all on the flock
+        with _lock_file(key) as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield

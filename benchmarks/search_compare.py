@@ -1,0 +1,145 @@
+"""Greedy against beam (and evolve) search with the builtin agent, on a seeded random draw.
+
+    PYTHONPATH=. python benchmarks/search_compare.py --seed S --draw 12 [--target cpp]
+        [--iterations 3] [--samples 3] [--beam 2] [--strategies greedy,beam,evolve]
+        [--rounds 3] [--out kforge-runs/search] [--jsonl rows.jsonl]
+
+For each problem of the draw (benchmarks/random_problems.py; pick a seed nobody tuned on), one
+session per strategy with the same rounds and samples. Sessions run at different moments, so
+their own timings are not compared: the strategies' best kernels are judged again head to head,
+one after the other in turn, `--rounds` times, and each is compared with greedy's by the median
+of its speedup vs eager (a ratio taken within one evaluation). "faster" needs a 2 % margin;
+within it the two are a tie. Identical best kernels are a tie without a measurement.
+The table also gives how many candidates each strategy judged: beam and evolve judge about
+K times as many as greedy for the same rounds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from kforge_nb.agents import AgentConfig  # noqa: E402
+from kforge_nb.evaluator import EvalOptions  # noqa: E402
+from kforge_nb.executors import InProcess  # noqa: E402
+from kforge_nb.problem import Problem  # noqa: E402
+from kforge_nb.session import Budget, Session  # noqa: E402
+from kforge_nb.session.search import make_search  # noqa: E402
+from kforge_nb.targets import get_target  # noqa: E402
+from random_problems import write_draw  # noqa: E402
+
+MARGIN = 1.02
+
+
+def search_run(problem: Problem, strategy: str, args, out: Path) -> Session:
+    session = Session(problem, args.target, AgentConfig(provider="builtin"),
+                      Budget(iterations=args.iterations, samples=args.samples, patience=None),
+                      EvalOptions(trials=2, baselines=("eager",)), out=out / strategy,
+                      search=make_search(strategy, None if strategy == "greedy" else args.beam))
+    session.run()
+    return session
+
+
+def head_to_head(problem: Problem, codes: dict[str, str], args, out: Path) -> dict[str, float]:
+    """Median speedup vs eager of each strategy's best, judged in turn `rounds` times."""
+    target, executor = get_target(args.target), InProcess()
+    options = EvalOptions(trials=1, baselines=("eager",))
+    speedups: dict[str, list[float]] = {name: [] for name in codes}
+    names = list(codes)
+    for k in range(args.rounds):
+        for name in names[k % len(names):] + names[:k % len(names)]:    # rotate the order
+            result = executor.evaluate(problem, codes[name], target, options,
+                                       out / "h2h" / f"{name}-{k}")
+            if result.timing.speedup_vs_eager:
+                speedups[name].append(result.timing.speedup_vs_eager)
+    return {name: statistics.median(v) for name, v in speedups.items() if v}
+
+
+def verdict(ratio: float | None) -> str:
+    if ratio is None:
+        return "-"
+    return "faster" if ratio >= MARGIN else "slower" if ratio <= 1 / MARGIN else "tie"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, required=True, help="the draw's seed")
+    parser.add_argument("--draw", type=int, default=12)
+    parser.add_argument("--target", default="cpp")
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--beam", type=int, default=2)
+    parser.add_argument("--strategies", default="greedy,beam,evolve")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scale", choices=["cpu", "gpu"], default="cpu")
+    parser.add_argument("--out", default="kforge-runs/search")
+    parser.add_argument("--jsonl")
+    args = parser.parse_args()
+    strategies = args.strategies.split(",")
+    if strategies[0] != "greedy":
+        parser.error("--strategies must start with greedy (the others are compared with it)")
+    out = Path(args.out)
+    rows = []
+    for path in write_draw(out / f"draw-{args.seed}-{args.scale}", args.seed, args.draw,
+                           args.scale):
+        problem = Problem.from_file(path)
+        sessions = {s: search_run(problem, s, args, out / path.stem) for s in strategies}
+        bests = {s: session.best for s, session in sessions.items()}
+        codes = {s: b.code for s, b in bests.items() if b is not None}
+        distinct = {}
+        for s, code in codes.items():            # identical kernels are judged once
+            distinct.setdefault(code, s)
+        medians = head_to_head(problem, {s: c for c, s in distinct.items()}, args,
+                               out / path.stem) if len(distinct) > 1 else {}
+        row = {"problem": path.stem, "candidates": {s: len(x.history)
+                                                     for s, x in sessions.items()}}
+        for s in strategies:
+            twin = distinct.get(codes.get(s)) if s in codes else None
+            row[s] = medians.get(twin) if twin else None
+            if s != "greedy":
+                same = s in codes and "greedy" in codes and codes[s] == codes["greedy"]
+                ratio = 1.0 if same else (row[s] / row["greedy"]
+                                          if row[s] and row.get("greedy") else None)
+                row[f"{s}_vs_greedy"] = ratio
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        if args.jsonl:
+            with open(args.jsonl, "a") as f:
+                f.write(json.dumps({**row, "seed": args.seed, "args": vars(args)}) + "\n")
+    print(report(rows, strategies, args))
+
+
+def report(rows: list[dict], strategies: list[str], args) -> str:
+    others = strategies[1:]
+    head = ["problem"] + [f"{s} x eager" for s in strategies] + \
+        [f"{s}/greedy" for s in others] + ["candidates " + "/".join(strategies)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["problem"]] + [f"{r[s]:.2f}x" if r[s] else "-" for s in strategies]
+        cells += [f"{r[f'{s}_vs_greedy']:.3f} {verdict(r[f'{s}_vs_greedy'])}"
+                  if r[f"{s}_vs_greedy"] else "-" for s in others]
+        cells.append("/".join(str(r["candidates"][s]) for s in strategies))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for s in others:
+        ratios = [r[f"{s}_vs_greedy"] for r in rows if r[f"{s}_vs_greedy"]]
+        wins = sum(verdict(x) == "faster" for x in ratios)
+        losses = sum(verdict(x) == "slower" for x in ratios)
+        lines.append(f"{s}: faster than greedy on {wins}/{len(rows)} problems, slower on "
+                     f"{losses}, median ratio {statistics.median(ratios):.3f}" if ratios else
+                     f"{s}: no comparable result")
+    lines.append(f"(seed {args.seed}, {args.draw} problems at {args.scale} scale, target "
+                 f"{args.target}, {args.iterations} rounds x {args.samples} samples, beam "
+                 f"{args.beam}; head to head over {args.rounds} rounds, medians; margin "
+                 f"{MARGIN:.2f})")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
