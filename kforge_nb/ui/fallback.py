@@ -4,7 +4,8 @@ untrusted notebook, a terminal.
 The HTML survives sanitising: inline styles, no script, no inline SVG (JupyterLab strips it from
 untrusted HTML and leaves its text behind); the speedup chart is a PNG in a data URI, drawn with
 matplotlib when it is installed (the `notebook` extra), else the table alone carries the numbers.
-The text is a few lines.
+The text is a few lines, then the candidates tree (parent -> child, indented) where it says more
+than the order of the candidates: a beam or evolve search, a steered one, or one that branched.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ STATE_COLOURS = {
 FONT = "font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;font-size:13px"
 CELL = "border:1px solid #ddd;padding:2px 8px;text-align:left"
 NOTE = "background:#fff3cd;border-left:6px solid #e0a800;padding:4px 8px;margin:4px 0;color:#5c4400"
+MAX_TREE_LINES = 40     # of the text fallback's tree; the HTML shows every candidate
+MAX_INDENT = 16         # deeper nodes are drawn at this depth (a long greedy chain stays narrow)
 
 
 def esc(value) -> str:
@@ -72,6 +75,7 @@ def to_text(record: dict) -> str:
     if record["summary"].get("error"):
         lines.append(f"error: {record['summary']['error']}")
     lines.append(f"artifacts: {record['summary']['artifacts']}")
+    lines += tree_text(record)
     return "\n".join(lines)
 
 
@@ -89,6 +93,7 @@ def to_html(record: dict) -> str:
     if s.get("error"):
         parts.append(f'<div style="{NOTE}">&#9888; {esc(s["error"])}</div>')
     parts.append(candidates_table(record))
+    parts.append(tree_html(record))
     chart = speedup_png(speedup_points(record))
     if chart:
         parts.append(f'<div><img alt="speedup per correct candidate" '
@@ -122,6 +127,142 @@ def candidates_table(record: dict) -> str:
     head = "".join(f'<th style="{CELL};background:#f3f3f3">{h}</th>' for h in header)
     return (f'<table style="border-collapse:collapse;margin:4px 0"><tr>{head}</tr>'
             f'{"".join(rows)}</table>')
+
+
+def id_key(attempt_id) -> tuple:
+    """"iteration.sample" in numeric order (1.10 after 1.9); anything else after, by text."""
+    try:
+        iteration, sample = str(attempt_id).split(".")
+        return (0, int(iteration), int(sample), "")
+    except ValueError:
+        return (1, 0, 0, str(attempt_id))
+
+
+def tree_rows(record: dict) -> list[tuple[int, dict, bool]]:
+    """The candidates as the search's tree, depth first: (depth, candidate, greyed). Roots are
+    the candidates without a parent in the history (all of them in a record saved before the
+    search existed), children come in id order; greyed: pruned, or under a pruned one."""
+    history = record.get("history") or []
+    by_id = {a["id"]: a for a in history}
+    children: dict[str, list[dict]] = {}
+    roots = []
+    for a in history:
+        parent = a.get("parent")
+        if parent in by_id and parent != a["id"]:
+            children.setdefault(parent, []).append(a)
+        else:
+            roots.append(a)
+    pruned = set((record.get("search") or {}).get("pruned") or ())
+    rows: list[tuple[int, dict, bool]] = []
+    seen: set[str] = set()
+    # a cycle (a hand-edited run folder) reaches no root: its candidates are shown as roots
+    for start in sorted(roots, key=lambda a: id_key(a["id"])) + \
+            sorted(history, key=lambda a: id_key(a["id"])):
+        stack = [(start, 0, False)]
+        while stack:
+            a, depth, greyed = stack.pop()
+            if a["id"] in seen:
+                continue
+            seen.add(a["id"])
+            greyed = greyed or a["id"] in pruned
+            rows.append((depth, a, greyed))
+            kids = sorted(children.get(a["id"], []), key=lambda c: id_key(c["id"]))
+            stack += [(c, depth + 1, greyed) for c in reversed(kids)]   # popped in id order
+    return rows
+
+
+def lineage_labels(record: dict) -> dict[str, str]:
+    """A short label per lineage (A, B, ... in the order of the ids that start them)."""
+    lineages = sorted({a["lineage"] for a in record.get("history") or [] if a.get("lineage")},
+                      key=id_key)
+    return {lineage: letters(k) for k, lineage in enumerate(lineages)}
+
+
+def letters(k: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA, ..."""
+    out = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+def tree_title(record: dict) -> str:
+    """"candidates tree (beam, width 2; pinned 1.0; pruned 0.1)"."""
+    search = record.get("search") or {}
+    facts = [f"{search['strategy']}, width {search.get('width', 1)}"] if search.get("strategy") \
+        else []
+    facts += [f"{what} {', '.join(search[what])}" for what in ("pinned", "pruned", "finished")
+              if search.get(what)]
+    return "candidates tree" + (f" ({'; '.join(facts)})" if facts else "")
+
+
+def tree_marks(record: dict, a: dict, greyed: bool, labels: dict[str, str]) -> list[str]:
+    """What a tree row says beside the verdict: lineage, parent, best, pinned, pruned, finished."""
+    search = record.get("search") or {}
+    marks = [f"[{labels[a['lineage']]}]"] if a.get("lineage") in labels else []
+    if a.get("parent"):
+        marks.append(f"<- {a['parent']}")
+    if a["id"] == record.get("best_id"):
+        marks.append("★ best")
+    marks += [what for what in ("pinned", "pruned", "finished")
+              if a["id"] in (search.get(what) or ())]
+    if greyed and a["id"] not in (search.get("pruned") or ()):
+        marks.append("(under a pruned candidate)")
+    return marks
+
+
+def tree_timing(a: dict) -> str:
+    t = a["result"].get("timing") or {}
+    if a["result"]["state"] != "correct" or t.get("candidate_ms") is None:
+        return ""
+    speedup = f" {t['speedup_vs_eager']:.2f}x" if t.get("speedup_vs_eager") else ""
+    return f" {t['candidate_ms']:.4g} ms{speedup}"
+
+
+def tree_text(record: dict) -> list[str]:
+    """The tree as indented lines: `  1.2 correct 0.21 ms 1.10x [A] <- 0.1`; none for a plain
+    greedy climb (one chain, nothing pinned or pruned: the text stays a few lines) or a record
+    from before the search."""
+    rows = tree_rows(record)
+    search = record.get("search")
+    chain = [depth for depth, _, _ in rows] == list(range(len(rows)))
+    if not rows or not search or (search.get("strategy") == "greedy" and chain
+                                  and not search.get("pinned") and not search.get("pruned")):
+        return []
+    labels = lineage_labels(record)
+    lines = [tree_title(record) + ":"]
+    for depth, a, greyed in rows[:MAX_TREE_LINES]:
+        marks = " ".join(tree_marks(record, a, greyed, labels))
+        lines.append(f"{'  ' * min(depth, MAX_INDENT)}{a['id']} {a['result']['state']}"
+                     f"{tree_timing(a)}{'  ' + marks if marks else ''}")
+    if len(rows) > MAX_TREE_LINES:
+        lines.append(f"… {len(rows) - MAX_TREE_LINES} more candidates (artifacts: "
+                     f"{record['summary']['artifacts']})")
+    return lines
+
+
+def tree_html(record: dict) -> str:
+    """The tree as indented rows (inline styles only); the pruned and their descendants grey."""
+    rows = tree_rows(record)
+    if not rows:
+        return ""
+    labels = lineage_labels(record)
+    out = []
+    for depth, a, greyed in rows:
+        state = a["result"]["state"]
+        colour = "#9e9e9e" if greyed else STATE_COLOURS.get(state, "#616161")
+        grey = ";color:#9e9e9e" if greyed else ""
+        applied = f' <span style="color:#777">{esc(a["applied"][:60])}</span>' \
+            if a.get("applied") else ""
+        out.append(f'<div style="padding-left:{min(depth, MAX_INDENT) * 16}px{grey}">'
+                   f'{"└ " if depth else ""}{esc(a["id"])} '
+                   f'<span style="color:{colour};font-weight:bold">{esc(state)}</span>'
+                   f'{esc(tree_timing(a))} {esc(" ".join(tree_marks(record, a, greyed, labels)))}'
+                   f'{applied}</div>')
+    return (f'<details open style="margin:4px 0"><summary>{esc(tree_title(record))}</summary>'
+            f'<div style="font-family:monospace;font-size:12px">{"".join(out)}</div></details>')
 
 
 def speedup_points(record: dict) -> tuple:

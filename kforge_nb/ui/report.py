@@ -15,11 +15,12 @@ import math
 import threading
 
 from . import fallback
+from .fallback import id_key
 from ..session.events import Event
 
 MIME = "application/vnd.kforge.run+json"
 RECORD_VERSION = 2
-UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "notice", "finished"}
+UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "steer", "notice", "finished"}
 MAX_KERNEL_EVENTS = 300     # timeline events of the best candidate, per lane
 TOP_KERNELS = 8             # kernels per lane in each candidate's profile table
 MAX_ERROR_MAPS = 8          # the latest candidates whose |candidate - reference| map is kept
@@ -27,8 +28,13 @@ MAX_ERROR_MAPS = 8          # the latest candidates whose |candidate - reference
 
 def run_record(session) -> dict:
     """The session as a view needs it: header facts, progress, every candidate (verdict,
-    timings, code, top kernels, error map), the recommendation and whether it waits for a
-    decision, the decisions taken, the best candidate's kernel timeline and the event log."""
+    timings, code, top kernels, error map, where it came from), the search (strategy, width,
+    what the person pinned and pruned), the recommendation and whether it waits for a decision,
+    the decisions taken, the best candidate's kernel timeline and the event log.
+
+    Records saved before the search existed lack "search" and each candidate's "parent",
+    "lineage" and "applied": views read a missing parent as a root (RECORD_VERSION is the same:
+    the keys are additions)."""
     events = list(session.events)
     history = list(session.history)
     best = session.best
@@ -54,6 +60,7 @@ def run_record(session) -> dict:
         "best": {"id": best.id, "iteration": best.iteration, "sample": best.sample,
                  "code": best.code} if best else None,
         "history": [attempt_record(a, a.id in with_map) for a in history],
+        "search": search_record(session),
         "recommendation": latest_recommendation(run),
         "pending": waiting_for_decision(session),
         "decisions": [{"iteration": e.iteration, "kind": e.data["kind"],
@@ -80,7 +87,25 @@ def attempt_record(a, keep_map: bool) -> dict:
             "error_map": emap if keep_map else None,
             "recommendation": a.recommendation.title if a.recommendation else None,
             "decision": a.decision.kind if a.decision else None,
-            "decision_text": a.decision.text if a.decision else None}
+            "decision_text": a.decision.text if a.decision else None,
+            "parent": getattr(a, "parent", None), "lineage": getattr(a, "lineage", None),
+            "applied": a.applied.title if getattr(a, "applied", None) else None}
+
+
+def search_record(session) -> dict:
+    """The search over candidates: its strategy and width, and the ids the person pinned
+    (expanded every round) and pruned (never expanded again, nor their descendants), and
+    those the analyst had nothing more for (finished)."""
+    search = getattr(session, "search", None)
+    return {"strategy": getattr(search, "name", "greedy"),
+            "width": getattr(search, "width", 1),
+            "pinned": sorted_ids(getattr(session, "pinned", ())),
+            "pruned": sorted_ids(getattr(session, "pruned", ())),
+            "finished": sorted_ids(getattr(session, "finished_branches", ()))}
+
+
+def sorted_ids(ids) -> list[str]:
+    return sorted((str(i) for i in set(ids)), key=id_key)
 
 
 def top_kernels(events: list[dict] | None) -> list[dict]:
@@ -123,7 +148,7 @@ def latest_recommendation(run: list[Event]) -> dict | None:
     decision = next((e.data["kind"] for e in run[k:] if e.kind == "decision"), None)
     return {"iteration": run[k].iteration, "title": d.get("title", ""),
             "text": d.get("text", ""), "expected_gain": d.get("expected_gain"),
-            "decision": decision}
+            "decision": decision, "parent": d.get("parent")}
 
 
 def waiting_for_decision(session) -> bool:
@@ -138,7 +163,7 @@ def waiting_for_decision(session) -> bool:
 
 def status_line(run: list[Event], iterations: int, best) -> str:
     """What the session is doing now, in one line."""
-    shown = [e for e in run if e.kind not in ("usage", "notice")]
+    shown = [e for e in run if e.kind not in ("usage", "notice", "steer")]   # steer: the tree
     if not shown:
         return "starting…"
     e, d = shown[-1], shown[-1].data

@@ -5,7 +5,9 @@
                         (at most every `interval` seconds; at once for the events a person waits
                         on), and `message`, the reply to the person's last action
     browser -> Python   model.send({"action": "accept" | "edit" | "redirect" | "skip" | "stop" |
-                        "evaluate", "text": ..., "code": ...}) -> handle_message
+                        "evaluate", "text": ..., "code": ...}) -> handle_message, and
+                        model.send({"action": "pin" | "unpin" | "prune" | "unprune", "id": ...})
+                        from the candidates tree (steering the search: session.pin / prune)
 
 A message hands a decision to the Session and returns; "evaluate" judges the editor's code in a
 background thread. Tests send handle_message exactly what the browser sends.
@@ -23,7 +25,12 @@ from .report import run_record, waiting_for_decision
 from ..session.events import Event
 
 STATIC = Path(__file__).parent / "static"
-AT_ONCE = {"started", "recommendation", "decision", "finished"}
+AT_ONCE = {"started", "recommendation", "decision", "steer", "finished"}
+# the candidates tree's actions: the Session method, whether it sets or clears, the reply
+STEER = {"pin": ("pin", True, "pinned {id}: expanded every round"),
+         "unpin": ("pin", False, "unpinned {id}"),
+         "prune": ("prune", True, "pruned {id} and its descendants"),
+         "unprune": ("prune", False, "unpruned {id}")}
 
 
 class RunWidget(anywidget.AnyWidget):
@@ -75,6 +82,9 @@ class RunWidget(anywidget.AnyWidget):
         self.message = ""       # a reply always changes `message`, so the view redraws its buttons
         if action == "evaluate":
             return self._evaluate(str(content.get("code") or ""))
+        if action in STEER:
+            self._steer(action, content.get("id"))
+            return None
         if action not in ("accept", "edit", "redirect", "skip", "stop"):
             self.message = f"unknown action {action!r}"
             return None
@@ -94,6 +104,23 @@ class RunWidget(anywidget.AnyWidget):
             return None
         self.message = f"sent: {action}"
         return None
+
+    def _steer(self, action: str, attempt_id) -> None:
+        """Pin or prune a candidate of the tree; no pending recommendation is needed (the
+        search reads pins and prunes when it next chooses its branches)."""
+        if any(e.kind == "finished" for e in list(self.session.events)):
+            self.message = f"the session has already finished: {action} not sent"
+            return
+        if attempt_id is None or not str(attempt_id).strip():
+            self.message = f"{action} needs the id of a candidate: {action} not sent"
+            return
+        method, on, reply = STEER[action]
+        try:
+            getattr(self.session, method)(str(attempt_id).strip(), on)
+        except ValueError as err:
+            self.message = str(err)
+            return
+        self.message = reply.format(id=str(attempt_id).strip())
 
     def _evaluate(self, code: str) -> threading.Thread | None:
         if not code.strip():

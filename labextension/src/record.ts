@@ -75,6 +75,13 @@ export interface Candidate {
   recommendation?: string | null;
   decision?: string | null;
   decision_text?: string | null;
+  /** The id of the candidate it was made from; missing (a record saved before the search) or
+   * null: a root of the candidates tree. */
+  parent?: string | null;
+  /** The id of the first correct candidate of its line. */
+  lineage?: string | null;
+  /** The title of the change it was asked to make. */
+  applied?: string | null;
 }
 
 export interface Recommendation {
@@ -83,6 +90,18 @@ export interface Recommendation {
   text: string;
   expected_gain?: string | null;
   decision?: string | null;
+  /** The candidate it is about. */
+  parent?: string | null;
+}
+
+/** The search over candidates (`--search`), and how the person steered it. */
+export interface Search {
+  strategy: string;
+  width: number;
+  pinned: string[];
+  pruned: string[];
+  /** The ids the analyst had nothing more for. */
+  finished: string[];
 }
 
 export interface KernelEvent {
@@ -122,6 +141,8 @@ export interface RunRecord {
   notices: string[];
   best_id: string | null;
   history: Candidate[];
+  /** Missing in records saved before the search existed. */
+  search?: Search | null;
   recommendation: Recommendation | null;
   pending: boolean;
   decisions: { iteration: number; kind: string; text: string }[];
@@ -130,10 +151,15 @@ export interface RunRecord {
 
 /** What the view sends back to the kernel (kforge_nb/ui/widget.py `handle_message`). */
 export interface Action {
-  action: 'accept' | 'edit' | 'redirect' | 'skip' | 'stop' | 'evaluate';
+  action: 'accept' | 'edit' | 'redirect' | 'skip' | 'stop' | 'evaluate' | Steer;
   text?: string;
   code?: string;
+  /** The candidate a Steer action is about. */
+  id?: string;
 }
+
+/** The candidates tree's actions: steer the search (Session.pin / Session.prune). */
+export type Steer = 'pin' | 'unpin' | 'prune' | 'unprune';
 
 export function num(value: number | null | undefined, digits = 4, suffix = ''): string {
   return value === null || value === undefined ? '-' : `${Number(value.toPrecision(digits))}${suffix}`;

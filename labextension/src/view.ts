@@ -7,17 +7,20 @@
  *   notes        timings that are not performance figures, notices, "saved run — no kernel"
  *   status       what the session does now, and the kernel's reply to the last action
  *   candidates   one chip per candidate (unique ids); a click shows it in the tabs
+ *   tree         the candidates tree (tree.ts): parent -> child, lineage, pinned / pruned;
+ *                Pin / Unpin / Prune / Unprune per candidate while running (live only)
  *   tabs         Code (code, diff, editor) | Errors | Correctness | Profile | Performance |
  *                Recommendation (Accept / Edit / Redirect / Skip / Stop while running)
  *
  * Stable hooks for tests and styles: div.kforge-run[data-renderer=widget|mime][data-state=
- * running|finished], [data-role=header|status|candidate], button[data-tab], [data-pane],
- * button[data-action], textarea[data-input=edit|redirect|code].
+ * running|finished], [data-role=header|status|candidate|tree], button[data-tab], [data-pane],
+ * button[data-action], button[data-steer], textarea[data-input=edit|redirect|code].
  */
 import { errorMap, kernelTable, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
 import { diffView } from './diff';
 import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
-import { Action, Candidate, RunRecord, firstLine, fixed, num, percent } from './record';
+import { Action, Candidate, RunRecord, Steer, firstLine, fixed, num, percent } from './record';
+import { treeTitle, treeView } from './tree';
 
 export type Renderer = 'widget' | 'mime';
 
@@ -60,6 +63,10 @@ export class RunView {
   private readonly statusText = el('span', { class: 'kforge-status-text' });
   private readonly messageText = el('span', { class: 'kforge-reply', 'data-role': 'message' });
   private readonly strip = el('div', { class: 'kforge-strip', 'data-role': 'candidates' });
+  private readonly treeSummary = el('summary', { class: 'kforge-tree-title' }, 'Candidates tree');
+  private readonly treeBody = el('div', { class: 'kforge-tree-body' });
+  private readonly tree = el('details', { class: 'kforge-tree-box', 'data-role': 'tree', open: true }, this.treeSummary, this.treeBody);
+  private steering = false; // a Pin / Prune was sent: its buttons wait for the kernel's answer
   private readonly tabButtons = {} as Record<Tab, HTMLButtonElement>;
   private readonly panes = {} as Record<Tab, HTMLElement>;
   private readonly views = {} as Record<Tab, HTMLElement>;
@@ -114,6 +121,7 @@ export class RunView {
       this.notes,
       el('div', { class: 'kforge-status', 'data-role': 'status' }, this.statusText, this.messageText),
       this.strip,
+      this.tree,
       tabs,
       ...TABS.map(t => this.panes[t])
     );
@@ -128,6 +136,10 @@ export class RunView {
   update(record: RunRecord, message = ''): void {
     this.record = record;
     this.message = message;
+    if (this.steering) {
+      this.steering = false; // the kernel answered: the tree's buttons are drawn afresh
+      this.drawn.delete('tree');
+    }
     this.render();
   }
 
@@ -145,6 +157,14 @@ export class RunView {
   private send(action: Action): void {
     if (this.live && this.host.send) {
       this.host.send(action);
+    }
+  }
+
+  private steer(action: Steer, id: string): void {
+    this.send({ action, id });
+    this.steering = true;
+    for (const button of Array.from(this.treeBody.querySelectorAll('button[data-steer]'))) {
+      (button as HTMLButtonElement).disabled = true; // until the kernel answers
     }
   }
 
@@ -166,9 +186,11 @@ export class RunView {
     this.root.setAttribute('data-run-id', r.run_id || '');
     const sel = this.selection(r);
     const index = sel ? r.history.indexOf(sel) : -1;
-    const previous = r.history.slice(0, Math.max(index, 0)).reverse().find(a => a.code) || null;
+    // the diff is against the candidate it was made from, else the one judged before it
+    const parent = sel?.parent ? r.history.find(a => a.id === sel.parent && a.code) : undefined;
+    const previous = parent || r.history.slice(0, Math.max(index, 0)).reverse().find(a => a.code) || null;
     if (this.live && r.pending && r.recommendation) {
-      const key = `${r.recommendation.iteration}:${r.recommendation.title}`;
+      const key = `${r.recommendation.iteration}:${r.recommendation.parent}:${r.recommendation.title}`; // a beam asks per branch
       if (key !== this.shownPending) {
         this.shownPending = key; // a new question: show it once, then leave the tabs to the user
         this.tab = 'recommendation';
@@ -180,6 +202,18 @@ export class RunView {
     this.messageText.textContent = this.message ? ` — ${this.message}` : '';
     const strip = r.history.map(a => `${a.id}:${a.result.state}`).join(',');
     this.section('strip', `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
+    const steerable = this.live && running;
+    const nodes = r.history.map(a => [a.id, a.result.state, a.parent, a.lineage, a.applied, a.result.timing?.candidate_ms]);
+    const tree = JSON.stringify([nodes, r.best_id, r.search, sel?.id, steerable]);
+    this.treeSummary.textContent = treeTitle(r);
+    this.tree.hidden = r.history.length === 0; // the strip says "no candidate yet"
+    this.section('tree', tree, this.treeBody, () =>
+      treeView(r, {
+        steer: steerable ? (action, id) => this.steer(action, id) : undefined,
+        select: id => this.select(id),
+        selected: sel?.id ?? null
+      })
+    );
     for (const tab of TABS) {
       this.tabButtons[tab].setAttribute('aria-selected', String(tab === this.tab));
       this.panes[tab].hidden = tab !== this.tab;
@@ -250,7 +284,8 @@ export class RunView {
         el('b', undefined, 'kforge'),
         ` · ${s.problem} on ${s.target} (${r.device || '?'}) · ${s.provider || 'provider pending'}`,
         r.model ? ` · ${r.model}` : '',
-        ` · mode ${r.mode}`
+        ` · mode ${r.mode}`,
+        r.search && r.search.strategy ? ` · search ${r.search.strategy}${r.search.width > 1 ? ` (width ${r.search.width})` : ''}` : ''
       ),
       running
         ? el(
@@ -324,7 +359,13 @@ export class RunView {
     return [
       this.head(sel, r),
       codeBlock(sel.code),
-      el('h4', undefined, previous ? `diff against candidate ${previous.id}` : 'diff against the previous candidate'),
+      el(
+        'h4',
+        undefined,
+        previous
+          ? `diff against ${previous.id === sel.parent ? 'its parent, ' : ''}candidate ${previous.id}`
+          : 'diff against the previous candidate'
+      ),
       diffView(previous?.code || null, sel.code, previous?.id || '')
     ];
   }
@@ -442,7 +483,7 @@ export class RunView {
         ? el(
             'div',
             { class: 'kforge-rec', 'data-role': 'recommendation' },
-            el('div', undefined, el('b', undefined, rec.title), ` (iteration ${rec.iteration})`),
+            el('div', undefined, el('b', undefined, rec.title), ` (iteration ${rec.iteration}${rec.parent ? `, for candidate ${rec.parent}` : ''})`),
             el('div', { class: 'kforge-rec-text' }, rec.text),
             rec.expected_gain ? el('div', undefined, `expected gain: ${rec.expected_gain}`) : null
           )

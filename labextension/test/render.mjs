@@ -5,7 +5,8 @@
 //
 // SCENARIO: {"renderer": "widget" | "mime", "record": {...}, "steps": [STEP, ...]}; a STEP is
 // {"click": SELECTOR} | {"fill": SELECTOR, "value": TEXT} | {"record": {...}} (the kernel
-// syncs a new record) | {"message": TEXT} | {"snapshot": NAME}. "widget" renders through the
+// syncs a new record) | {"message": TEXT} | {"snapshot": NAME}. A snapshot's "tree" lists the
+// candidates tree's nodes (the node each is nested in, flags, tags, row text, Pin / Prune buttons). "widget" renders through the
 // anywidget entry (default export, with a model that records model.send); "mime" through
 // RunView as JupyterLab's renderer does (index.ts). Needs jsdom (`npm ci` in labextension/).
 // tests/test_notebook_labextension.py runs it on records of real sessions.
@@ -75,6 +76,20 @@ function snapshot() {
     charts: qa('[data-chart]').map(c => c.getAttribute('data-chart')),
     marked: qa('.kforge-line[data-mark]').map(l => l.textContent),
     rows: qa('[data-role=candidate-row]').map(tr => [...tr.children].map(td => td.textContent).join(' | ')),
+    treeTitle: q('[data-role=tree] > summary')?.textContent ?? null,
+    // the candidates tree: each node with the node it is nested in, its flags, its row's text
+    // and its steering buttons
+    tree: qa('[data-role=tree-node]').map(li => ({
+      id: li.getAttribute('data-id'),
+      parent: li.parentElement.closest('[data-role=tree-node]')?.getAttribute('data-id') ?? null,
+      state: li.getAttribute('data-state'),
+      flags: ['pinned', 'pruned', 'greyed', 'finished', 'best'].filter(f => li.hasAttribute(`data-${f}`)),
+      tags: Object.fromEntries([...li.querySelector(':scope > .kforge-tree-row').querySelectorAll('[data-tag]')]
+        .map(t => [t.getAttribute('data-tag'), t.textContent])),
+      row: li.querySelector(':scope > .kforge-tree-row').textContent,
+      steer: [...li.querySelectorAll(':scope > .kforge-tree-row > button[data-steer]')]
+        .map(b => `${b.getAttribute('data-steer')}${b.disabled ? ' (disabled)' : ''}`)
+    })),
     scripts: document.querySelectorAll('script').length,
     images: document.querySelectorAll('img').length,
     handlers,

@@ -349,6 +349,171 @@ function diffView(previous, current, previousLabel) {
   return el("div", void 0, el("div", void 0, `+${added} / -${removed} lines vs candidate ${previousLabel}`), body);
 }
 
+// src/tree.ts
+var MAX_INDENT = 16;
+function compareIds(a, b) {
+  const key = (id) => {
+    const m = /^(\d+)\.(\d+)$/.exec(id);
+    return m ? [0, Number(m[1]), Number(m[2]), ""] : [1, 0, 0, id];
+  };
+  const [x, y] = [key(a), key(b)];
+  for (let k = 0; k < 3; k++) {
+    if (x[k] !== y[k]) {
+      return x[k] - y[k];
+    }
+  }
+  return x[3] < y[3] ? -1 : x[3] > y[3] ? 1 : 0;
+}
+function candidateTree(history, pruned = []) {
+  const ids = new Set(history.map((a) => a.id));
+  const children = /* @__PURE__ */ new Map();
+  const roots = [];
+  for (const a of history) {
+    const parent = a.parent;
+    if (parent && parent !== a.id && ids.has(parent)) {
+      children.set(parent, [...children.get(parent) || [], a]);
+    } else {
+      roots.push(a);
+    }
+  }
+  const cut = new Set(pruned);
+  const byId = (x, y) => compareIds(x.id, y.id);
+  const seen = /* @__PURE__ */ new Set();
+  const forest = [];
+  for (const start of [...roots.sort(byId), ...[...history].sort(byId)]) {
+    if (seen.has(start.id)) {
+      continue;
+    }
+    seen.add(start.id);
+    const top = { candidate: start, depth: 0, greyed: cut.has(start.id), children: [] };
+    forest.push(top);
+    const stack = [top];
+    while (stack.length) {
+      const node = stack.pop();
+      for (const child of (children.get(node.candidate.id) || []).sort(byId)) {
+        if (seen.has(child.id)) {
+          continue;
+        }
+        seen.add(child.id);
+        const next = { candidate: child, depth: node.depth + 1, greyed: node.greyed || cut.has(child.id), children: [] };
+        node.children.push(next);
+        stack.push(next);
+      }
+    }
+  }
+  return forest;
+}
+function letters(k) {
+  let out = "";
+  for (let n = k + 1; n > 0; n = Math.floor((n - 1) / 26)) {
+    out = String.fromCharCode(65 + (n - 1) % 26) + out;
+  }
+  return out;
+}
+function lineageLabels(history) {
+  const lineages = [...new Set(history.map((a) => a.lineage).filter((l) => !!l))].sort(compareIds);
+  return new Map(lineages.map((lineage, k) => [lineage, letters(k)]));
+}
+function treeTitle(r) {
+  const s = r.search;
+  const facts = s && s.strategy ? [`${s.strategy}, width ${s.width ?? 1}`] : [];
+  for (const what of ["pinned", "pruned", "finished"]) {
+    const ids = s && s[what] || [];
+    if (ids.length) {
+      facts.push(`${what} ${ids.join(", ")}`);
+    }
+  }
+  return ["Candidates tree", ...facts].join(" \xB7 ");
+}
+function treeView(r, options) {
+  if (r.history.length === 0) {
+    return [muted("no candidate yet")];
+  }
+  const s = r.search;
+  const pinned = new Set(s?.pinned || []);
+  const pruned = new Set(s?.pruned || []);
+  const finished = new Set(s?.finished || []);
+  const labels = lineageLabels(r.history);
+  const ids = new Set(r.history.map((a) => a.id));
+  const tag = (name, text, title) => el("span", { class: "kforge-tag", "data-tag": name, title }, text);
+  const row = (node) => {
+    const a = node.candidate;
+    const t = a.result.timing || {};
+    const correct = a.result.state === "correct";
+    const lineage = a.lineage ? labels.get(a.lineage) : void 0;
+    const pick = el("button", { class: "kforge-tree-id", "data-select": a.id, title: `show candidate ${a.id} in the tabs` }, a.id);
+    pick.addEventListener("click", () => options.select(a.id));
+    const steer = [];
+    if (options.steer) {
+      const send = options.steer;
+      const button = (action, title) => {
+        const b = el("button", { class: "kforge-button kforge-mini", "data-steer": action, "data-id": a.id, title }, action);
+        b.addEventListener("click", () => send(action, a.id));
+        steer.push(b);
+      };
+      if (pinned.has(a.id)) {
+        button("unpin", `stop expanding ${a.id} every round`);
+      } else if (correct && !node.greyed) {
+        button("pin", `expand ${a.id} every round, before the search's own choices`);
+      }
+      if (pruned.has(a.id)) {
+        button("unprune", `let the search expand ${a.id} and its descendants again`);
+      } else if (!node.greyed) {
+        button("prune", `never expand ${a.id} or anything descended from it again`);
+      }
+    }
+    return el(
+      "div",
+      { class: "kforge-tree-row" },
+      node.depth ? el("span", { class: "kforge-tree-elbow", "aria-hidden": "true" }, "\u2514") : null,
+      pick,
+      " ",
+      badge(a.result.state),
+      correct && t.candidate_ms != null ? el("span", { class: "kforge-tree-time", title: "its time; its speedup vs eager" }, ` ${num(t.candidate_ms)} ms`, t.speedup_vs_eager ? ` ${fixed(t.speedup_vs_eager)}x` : "") : null,
+      lineage ? tag("lineage", lineage, `lineage of candidate ${a.lineage}`) : null,
+      a.parent && !ids.has(a.parent) ? tag("parent", `\u2190 ${a.parent}`, `made from ${a.parent}, not in this record`) : null,
+      a.id === r.best_id ? tag("best", "\u2605 best", "the best candidate so far") : null,
+      pinned.has(a.id) ? tag("pinned", "pinned", "expanded every round") : null,
+      pruned.has(a.id) ? tag("pruned", "pruned", "never expanded again, nor its descendants") : null,
+      finished.has(a.id) ? tag("finished", "finished", "the analyst had nothing more for it") : null,
+      a.applied ? el("span", { class: "kforge-tree-applied", title: `the change it was asked to make: ${a.applied}` }, a.applied.slice(0, 60)) : null,
+      ...steer
+    );
+  };
+  const item = (node) => {
+    const a = node.candidate;
+    const li = el(
+      "li",
+      {
+        "data-role": "tree-node",
+        role: "treeitem",
+        "data-id": a.id,
+        "data-state": a.result.state,
+        "data-depth": node.depth,
+        "data-pinned": pinned.has(a.id),
+        "data-pruned": pruned.has(a.id),
+        "data-greyed": node.greyed,
+        "data-finished": finished.has(a.id),
+        "data-best": a.id === r.best_id,
+        "aria-selected": String(a.id === options.selected)
+      },
+      row(node)
+    );
+    if (node.children.length) {
+      li.appendChild(el("ul", { role: "group", "data-flat": node.depth + 1 >= MAX_INDENT }, ...node.children.map(item)));
+    }
+    return li;
+  };
+  return [
+    options.steer ? el(
+      "div",
+      { class: "kforge-muted kforge-tree-hint" },
+      "pin: expand it every round \xB7 prune: never expand it or its descendants again"
+    ) : null,
+    el("ul", { class: "kforge-tree", role: "tree" }, ...candidateTree(r.history, pruned).map(item))
+  ];
+}
+
 // src/view.ts
 var TABS = ["code", "errors", "correctness", "profile", "performance", "recommendation"];
 var TITLES = {
@@ -382,6 +547,11 @@ var RunView = class {
     this.statusText = el("span", { class: "kforge-status-text" });
     this.messageText = el("span", { class: "kforge-reply", "data-role": "message" });
     this.strip = el("div", { class: "kforge-strip", "data-role": "candidates" });
+    this.treeSummary = el("summary", { class: "kforge-tree-title" }, "Candidates tree");
+    this.treeBody = el("div", { class: "kforge-tree-body" });
+    this.tree = el("details", { class: "kforge-tree-box", "data-role": "tree", open: true }, this.treeSummary, this.treeBody);
+    this.steering = false;
+    // a Pin / Prune was sent: its buttons wait for the kernel's answer
     this.tabButtons = {};
     this.panes = {};
     this.views = {};
@@ -433,6 +603,7 @@ var RunView = class {
       this.notes,
       el("div", { class: "kforge-status", "data-role": "status" }, this.statusText, this.messageText),
       this.strip,
+      this.tree,
       tabs,
       ...TABS.map((t) => this.panes[t])
     );
@@ -445,6 +616,10 @@ var RunView = class {
   update(record, message = "") {
     this.record = record;
     this.message = message;
+    if (this.steering) {
+      this.steering = false;
+      this.drawn.delete("tree");
+    }
     this.render();
   }
   /** Show candidate `id` in the tabs (null: follow the latest). */
@@ -459,6 +634,13 @@ var RunView = class {
   send(action) {
     if (this.live && this.host.send) {
       this.host.send(action);
+    }
+  }
+  steer(action, id) {
+    this.send({ action, id });
+    this.steering = true;
+    for (const button of Array.from(this.treeBody.querySelectorAll("button[data-steer]"))) {
+      button.disabled = true;
     }
   }
   decide(kind) {
@@ -478,9 +660,10 @@ var RunView = class {
     this.root.setAttribute("data-run-id", r.run_id || "");
     const sel = this.selection(r);
     const index = sel ? r.history.indexOf(sel) : -1;
-    const previous = r.history.slice(0, Math.max(index, 0)).reverse().find((a) => a.code) || null;
+    const parent = sel?.parent ? r.history.find((a) => a.id === sel.parent && a.code) : void 0;
+    const previous = parent || r.history.slice(0, Math.max(index, 0)).reverse().find((a) => a.code) || null;
     if (this.live && r.pending && r.recommendation) {
-      const key = `${r.recommendation.iteration}:${r.recommendation.title}`;
+      const key = `${r.recommendation.iteration}:${r.recommendation.parent}:${r.recommendation.title}`;
       if (key !== this.shownPending) {
         this.shownPending = key;
         this.tab = "recommendation";
@@ -492,6 +675,21 @@ var RunView = class {
     this.messageText.textContent = this.message ? ` \u2014 ${this.message}` : "";
     const strip = r.history.map((a) => `${a.id}:${a.result.state}`).join(",");
     this.section("strip", `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
+    const steerable = this.live && running;
+    const nodes = r.history.map((a) => [a.id, a.result.state, a.parent, a.lineage, a.applied, a.result.timing?.candidate_ms]);
+    const tree = JSON.stringify([nodes, r.best_id, r.search, sel?.id, steerable]);
+    this.treeSummary.textContent = treeTitle(r);
+    this.tree.hidden = r.history.length === 0;
+    this.section(
+      "tree",
+      tree,
+      this.treeBody,
+      () => treeView(r, {
+        steer: steerable ? (action, id2) => this.steer(action, id2) : void 0,
+        select: (id2) => this.select(id2),
+        selected: sel?.id ?? null
+      })
+    );
     for (const tab of TABS) {
       this.tabButtons[tab].setAttribute("aria-selected", String(tab === this.tab));
       this.panes[tab].hidden = tab !== this.tab;
@@ -558,7 +756,8 @@ var RunView = class {
         el("b", void 0, "kforge"),
         ` \xB7 ${s.problem} on ${s.target} (${r.device || "?"}) \xB7 ${s.provider || "provider pending"}`,
         r.model ? ` \xB7 ${r.model}` : "",
-        ` \xB7 mode ${r.mode}`
+        ` \xB7 mode ${r.mode}`,
+        r.search && r.search.strategy ? ` \xB7 search ${r.search.strategy}${r.search.width > 1 ? ` (width ${r.search.width})` : ""}` : ""
       ),
       running ? el(
         "div",
@@ -621,7 +820,11 @@ var RunView = class {
     return [
       this.head(sel, r),
       codeBlock(sel.code),
-      el("h4", void 0, previous ? `diff against candidate ${previous.id}` : "diff against the previous candidate"),
+      el(
+        "h4",
+        void 0,
+        previous ? `diff against ${previous.id === sel.parent ? "its parent, " : ""}candidate ${previous.id}` : "diff against the previous candidate"
+      ),
       diffView(previous?.code || null, sel.code, previous?.id || "")
     ];
   }
@@ -731,7 +934,7 @@ var RunView = class {
       rec ? el(
         "div",
         { class: "kforge-rec", "data-role": "recommendation" },
-        el("div", void 0, el("b", void 0, rec.title), ` (iteration ${rec.iteration})`),
+        el("div", void 0, el("b", void 0, rec.title), ` (iteration ${rec.iteration}${rec.parent ? `, for candidate ${rec.parent}` : ""})`),
         el("div", { class: "kforge-rec-text" }, rec.text),
         rec.expected_gain ? el("div", void 0, `expected gain: ${rec.expected_gain}`) : null
       ) : muted("no recommendation yet: the analysis agent speaks once a candidate is correct"),

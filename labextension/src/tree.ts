@@ -1,0 +1,218 @@
+/**
+ * The candidates tree: the session's candidates as the search made them, parent -> child (each
+ * child is nested in its parent's `li`, indented), with their verdict, time and speedup vs eager,
+ * their lineage, and what the person pinned and pruned. Live and running, each row has Pin /
+ * Unpin (correct candidates) and Prune / Unprune buttons that steer the search.
+ *
+ * Roots: candidates whose parent is null, missing (a record saved before the search existed) or
+ * not in the history. Children come in id order (1.10 after 1.9). A pruned candidate and all its
+ * descendants are greyed. kforge_nb/ui/fallback.py draws the same tree for GitHub and nbviewer.
+ *
+ * Hooks: [data-role=tree] > ul.kforge-tree > li[data-role=tree-node][data-id][data-state]
+ * [data-pinned][data-pruned][data-greyed][data-finished][data-best], its row
+ * .kforge-tree-row, button[data-steer=pin|unpin|prune|unprune][data-id].
+ */
+import { Child, badge, el, muted } from './dom';
+import { Candidate, RunRecord, Steer, fixed, num } from './record';
+
+export interface TreeNode {
+  candidate: Candidate;
+  depth: number;
+  /** Pruned, or under a pruned candidate: the search never expands it again. */
+  greyed: boolean;
+  children: TreeNode[];
+}
+
+const MAX_INDENT = 16; // deeper levels are not indented further (a long greedy chain stays narrow)
+
+/** "iteration.sample" in numeric order; other ids after, by text. */
+export function compareIds(a: string, b: string): number {
+  const key = (id: string): [number, number, number, string] => {
+    const m = /^(\d+)\.(\d+)$/.exec(id);
+    return m ? [0, Number(m[1]), Number(m[2]), ''] : [1, 0, 0, id];
+  };
+  const [x, y] = [key(a), key(b)];
+  for (let k = 0; k < 3; k++) {
+    if (x[k] !== y[k]) {
+      return (x[k] as number) - (y[k] as number);
+    }
+  }
+  return x[3] < y[3] ? -1 : x[3] > y[3] ? 1 : 0;
+}
+
+/** The history as a forest (see the module's comment). */
+export function candidateTree(history: Candidate[], pruned: Iterable<string> = []): TreeNode[] {
+  const ids = new Set(history.map(a => a.id));
+  const children = new Map<string, Candidate[]>();
+  const roots: Candidate[] = [];
+  for (const a of history) {
+    const parent = a.parent;
+    if (parent && parent !== a.id && ids.has(parent)) {
+      children.set(parent, [...(children.get(parent) || []), a]);
+    } else {
+      roots.push(a);
+    }
+  }
+  const cut = new Set(pruned);
+  const byId = (x: Candidate, y: Candidate) => compareIds(x.id, y.id);
+  const seen = new Set<string>();
+  const forest: TreeNode[] = [];
+  // a cycle (a hand-edited run folder) reaches no root: its candidates are shown as roots
+  for (const start of [...roots.sort(byId), ...[...history].sort(byId)]) {
+    if (seen.has(start.id)) {
+      continue;
+    }
+    seen.add(start.id);
+    const top: TreeNode = { candidate: start, depth: 0, greyed: cut.has(start.id), children: [] };
+    forest.push(top);
+    const stack = [top];
+    while (stack.length) {
+      const node = stack.pop() as TreeNode;
+      for (const child of (children.get(node.candidate.id) || []).sort(byId)) {
+        if (seen.has(child.id)) {
+          continue;
+        }
+        seen.add(child.id);
+        const next = { candidate: child, depth: node.depth + 1, greyed: node.greyed || cut.has(child.id), children: [] };
+        node.children.push(next);
+        stack.push(next);
+      }
+    }
+  }
+  return forest;
+}
+
+/** 0 -> A, 25 -> Z, 26 -> AA, ... */
+export function letters(k: number): string {
+  let out = '';
+  for (let n = k + 1; n > 0; n = Math.floor((n - 1) / 26)) {
+    out = String.fromCharCode(65 + ((n - 1) % 26)) + out;
+  }
+  return out;
+}
+
+/** A short label per lineage: A, B, ... in the order of the ids that start them. */
+export function lineageLabels(history: Candidate[]): Map<string, string> {
+  const lineages = [...new Set(history.map(a => a.lineage).filter((l): l is string => !!l))].sort(compareIds);
+  return new Map(lineages.map((lineage, k) => [lineage, letters(k)]));
+}
+
+/** "Candidates tree · beam, width 2 · pinned 1.0 · pruned 0.1" */
+export function treeTitle(r: RunRecord): string {
+  const s = r.search;
+  const facts = s && s.strategy ? [`${s.strategy}, width ${s.width ?? 1}`] : [];
+  for (const what of ['pinned', 'pruned', 'finished'] as const) {
+    const ids = (s && s[what]) || [];
+    if (ids.length) {
+      facts.push(`${what} ${ids.join(', ')}`);
+    }
+  }
+  return ['Candidates tree', ...facts].join(' · ');
+}
+
+export interface TreeOptions {
+  /** Present where the person can steer (the live widget, while the run runs): the buttons. */
+  steer?: (action: Steer, id: string) => void;
+  /** Show a candidate in the tabs. */
+  select: (id: string) => void;
+  selected: string | null;
+}
+
+/** The tree's content: a hint (live) and the nested list. */
+export function treeView(r: RunRecord, options: TreeOptions): Child[] {
+  if (r.history.length === 0) {
+    return [muted('no candidate yet')];
+  }
+  const s = r.search;
+  const pinned = new Set(s?.pinned || []);
+  const pruned = new Set(s?.pruned || []);
+  const finished = new Set(s?.finished || []);
+  const labels = lineageLabels(r.history);
+  const ids = new Set(r.history.map(a => a.id));
+
+  const tag = (name: string, text: string, title: string): HTMLElement =>
+    el('span', { class: 'kforge-tag', 'data-tag': name, title }, text);
+
+  const row = (node: TreeNode): HTMLElement => {
+    const a = node.candidate;
+    const t = a.result.timing || {};
+    const correct = a.result.state === 'correct';
+    const lineage = a.lineage ? labels.get(a.lineage) : undefined;
+    const pick = el('button', { class: 'kforge-tree-id', 'data-select': a.id, title: `show candidate ${a.id} in the tabs` }, a.id);
+    pick.addEventListener('click', () => options.select(a.id));
+    const steer: HTMLButtonElement[] = [];
+    if (options.steer) {
+      const send = options.steer;
+      const button = (action: Steer, title: string) => {
+        const b = el('button', { class: 'kforge-button kforge-mini', 'data-steer': action, 'data-id': a.id, title }, action);
+        b.addEventListener('click', () => send(action, a.id));
+        steer.push(b);
+      };
+      if (pinned.has(a.id)) {
+        button('unpin', `stop expanding ${a.id} every round`);
+      } else if (correct && !node.greyed) {
+        button('pin', `expand ${a.id} every round, before the search's own choices`);
+      }
+      if (pruned.has(a.id)) {
+        button('unprune', `let the search expand ${a.id} and its descendants again`);
+      } else if (!node.greyed) {
+        button('prune', `never expand ${a.id} or anything descended from it again`);
+      }
+    }
+    return el(
+      'div',
+      { class: 'kforge-tree-row' },
+      node.depth ? el('span', { class: 'kforge-tree-elbow', 'aria-hidden': 'true' }, '└') : null,
+      pick,
+      ' ',
+      badge(a.result.state),
+      correct && t.candidate_ms != null
+        ? el('span', { class: 'kforge-tree-time', title: 'its time; its speedup vs eager' }, ` ${num(t.candidate_ms)} ms`, t.speedup_vs_eager ? ` ${fixed(t.speedup_vs_eager)}x` : '')
+        : null,
+      lineage ? tag('lineage', lineage, `lineage of candidate ${a.lineage}`) : null,
+      a.parent && !ids.has(a.parent) ? tag('parent', `← ${a.parent}`, `made from ${a.parent}, not in this record`) : null,
+      a.id === r.best_id ? tag('best', '★ best', 'the best candidate so far') : null,
+      pinned.has(a.id) ? tag('pinned', 'pinned', 'expanded every round') : null,
+      pruned.has(a.id) ? tag('pruned', 'pruned', 'never expanded again, nor its descendants') : null,
+      finished.has(a.id) ? tag('finished', 'finished', 'the analyst had nothing more for it') : null,
+      a.applied ? el('span', { class: 'kforge-tree-applied', title: `the change it was asked to make: ${a.applied}` }, a.applied.slice(0, 60)) : null,
+      ...steer
+    );
+  };
+
+  const item = (node: TreeNode): HTMLElement => {
+    const a = node.candidate;
+    const li = el(
+      'li',
+      {
+        'data-role': 'tree-node',
+        role: 'treeitem',
+        'data-id': a.id,
+        'data-state': a.result.state,
+        'data-depth': node.depth,
+        'data-pinned': pinned.has(a.id),
+        'data-pruned': pruned.has(a.id),
+        'data-greyed': node.greyed,
+        'data-finished': finished.has(a.id),
+        'data-best': a.id === r.best_id,
+        'aria-selected': String(a.id === options.selected)
+      },
+      row(node)
+    );
+    if (node.children.length) {
+      li.appendChild(el('ul', { role: 'group', 'data-flat': node.depth + 1 >= MAX_INDENT }, ...node.children.map(item)));
+    }
+    return li;
+  };
+
+  return [
+    options.steer
+      ? el(
+          'div',
+          { class: 'kforge-muted kforge-tree-hint' },
+          'pin: expand it every round · prune: never expand it or its descendants again'
+        )
+      : null,
+    el('ul', { class: 'kforge-tree', role: 'tree' }, ...candidateTree(r.history, pruned).map(item))
+  ];
+}
