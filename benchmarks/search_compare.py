@@ -2,14 +2,19 @@
 
     PYTHONPATH=. python benchmarks/search_compare.py --seed S --draw 12 [--target cpp]
         [--iterations 3] [--samples 3] [--beam 2] [--strategies greedy,beam,evolve]
-        [--rounds 3] [--out kforge-runs/search] [--jsonl rows.jsonl]
+        [--rounds 5] [--out kforge-runs/search] [--jsonl rows.jsonl] [--shard K/N]
+    python benchmarks/search_compare.py --report rows.jsonl [rows2.jsonl ...]
+
+`--shard K/N` runs the draw's problems whose index is K modulo N (N processes side by side,
+e.g. on a GPU host; timings still take the device's lock one at a time); `--report` prints the
+table of the rows the shards wrote to their --jsonl files.
 
 For each problem of the draw (benchmarks/random_problems.py; pick a seed nobody tuned on), one
 session per strategy with the same rounds and samples. Sessions run at different moments, so
 their own timings are not compared: the strategies' best kernels are judged again head to head,
 one after the other in turn, `--rounds` times, and each is compared with greedy's by the median
 of its speedup vs eager (a ratio taken within one evaluation). "faster" needs a 2 % margin;
-within it the two are a tie. Identical best kernels are a tie without a measurement.
+within it the two are a tie. Identical best kernels are a tie, measured once.
 The table also gives how many candidates each strategy judged: beam and evolve judge about
 K times as many as greedy for the same rounds.
 """
@@ -76,18 +81,29 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--beam", type=int, default=2)
     parser.add_argument("--strategies", default="greedy,beam,evolve")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scale", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--out", default="kforge-runs/search")
     parser.add_argument("--jsonl")
+    parser.add_argument("--shard", default="0/1", help="K/N: every N-th problem from the K-th")
+    parser.add_argument("--report", nargs="+", metavar="JSONL",
+                        help="only print the table of these rows files")
+    if "--report" in sys.argv:
+        reported = parser.parse_args(["--seed", "0", *sys.argv[1:]]).report
+        rows = [json.loads(line) for path in reported for line in open(path) if line.strip()]
+        rows.sort(key=lambda r: r["problem"])
+        first = argparse.Namespace(**rows[0]["args"]) if rows else parser.parse_args(["--seed", "0"])
+        print(report(rows, first.strategies.split(","), first))
+        return
     args = parser.parse_args()
+    shard, shards = (int(x) for x in args.shard.split("/"))
     strategies = args.strategies.split(",")
     if strategies[0] != "greedy":
         parser.error("--strategies must start with greedy (the others are compared with it)")
     out = Path(args.out)
     rows = []
-    for path in write_draw(out / f"draw-{args.seed}-{args.scale}", args.seed, args.draw,
-                           args.scale):
+    drawn = write_draw(out / f"draw-{args.seed}-{args.scale}", args.seed, args.draw, args.scale)
+    for path in drawn[shard::shards]:
         problem = Problem.from_file(path)
         sessions = {s: search_run(problem, s, args, out / path.stem) for s in strategies}
         bests = {s: session.best for s, session in sessions.items()}
@@ -96,7 +112,7 @@ def main() -> None:
         for s, code in codes.items():            # identical kernels are judged once
             distinct.setdefault(code, s)
         medians = head_to_head(problem, {s: c for c, s in distinct.items()}, args,
-                               out / path.stem) if len(distinct) > 1 else {}
+                               out / path.stem) if distinct else {}
         row = {"problem": path.stem, "candidates": {s: len(x.history)
                                                      for s, x in sessions.items()}}
         for s in strategies:
