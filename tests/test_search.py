@@ -9,8 +9,8 @@ import json
 import pytest
 
 from kforge_nb.agents import AgentConfig
-from kforge_nb.agents.base import GenerationRequest, Recommendation
-from kforge_nb.agents.builtin import BuiltinGenerator
+from kforge_nb.agents.base import AnalysisRequest, GenerationRequest, Recommendation
+from kforge_nb.agents.builtin import BuiltinAnalyst, BuiltinGenerator
 from kforge_nb.agents.builtin.candidate import read_header
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.session import Budget, Session
@@ -66,6 +66,10 @@ def test_a_beam_run_keeps_k_lineages_and_asks_about_each(api, tmp_path):  # noqa
     recommended = [e for e in session.events if e.kind == "recommendation"]
     requests = analysis_requests(server)
     assert len(requests) == len(recommended) == 4
+    # the round's second branch is told what the first is trying, to try something else
+    assert titles[0] in str(requests[1]["messages"]) and \
+        "Being tried on other branches" in str(requests[1]["messages"])
+    assert "Being tried on other branches" not in str(requests[0]["messages"])
     by_parent = {e.data["parent"]: e.data["title"] for e in recommended[:2]}
     for event, body in zip(recommended[2:], requests[2:]):
         parent = tree.by_id[event.data["parent"]]
@@ -218,6 +222,27 @@ def test_the_builtin_agent_applies_a_crossovers_action_instead_of_the_recommenda
     assert options["lane_block"] == 64                   # the crossover's change, no knob sweep
     assert options["vector_math"] == read_header(base)["options"]["vector_math"]
     assert "lane_block" in cross.variation
+
+
+def test_the_builtin_analyst_gives_a_rounds_other_branch_another_change():
+    code = BuiltinGenerator().generate(GenerationRequest(PROBLEM, "cpp", "initial")).code
+    result = Result(CORRECT, "", timing=Timing(candidate_ms=0.01, eager_ms=0.02,
+                                               speedup_vs_eager=2.0, real=True))
+    profile = {"candidate_ms": 0.01, "bound": "memory", "fraction_of_sol": 0.2}
+    analyst = BuiltinAnalyst()
+
+    def ask(**given):
+        return analyst.analyse(AnalysisRequest(PROBLEM, "cpp", code, result, profile, **given))
+    first = ask()
+    other = ask(elsewhere=[first.title])
+    assert other.title != first.title and other.action.get("kind") != "done"
+    assert ask(history=[first.title]).title == other.title     # the rules' own next one
+    # with nothing else left, the branch gets the same change rather than none
+    rest = [first.title]
+    while (r := ask(history=rest)).action.get("kind") != "done":
+        rest.append(r.title)
+    last = rest[-1]
+    assert ask(history=rest[:-1], elsewhere=[last]).title == last
 
 
 def test_bad_search_options_are_usage_errors(kforge_cli):

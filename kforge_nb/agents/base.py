@@ -78,6 +78,8 @@ class AnalysisRequest:
     objective: str = ""                  # the user's goal (--objective), with the best's values:
     #                                      "maximise tokens_per_s: candidate 1234.5, ..." or ""
     alternatives: int = 0                # also rank this many other changes (a round's samples)
+    elsewhere: list[str] = field(default_factory=list)   # changes the round's other branches
+    #                                      (beam, evolve) are trying: prefer a different one
 
 
 @dataclass

@@ -111,7 +111,7 @@ class LLMAnalyst:
         context = dict(target=target, code=request.code, summary=request.summary,
                        summary_text=summary_text(request.summary), history=request.history,
                        objective=request.objective, pictures=[p.caption for p in found],
-                       alternatives=request.alternatives)
+                       alternatives=request.alternatives, elsewhere=request.elsewhere)
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
         messages = [{"role": "user", "content": user_content(user, found)}]

@@ -339,9 +339,10 @@ class Session:
                 if not branches:
                     self.finish_reason = self._nothing_to_expand()
                     return
-                plans = []
+                plans: list[Plan] = []
                 for slot, branch in enumerate(branches):
-                    plan = self._plan(branch, iteration, slot)
+                    plan = self._plan(branch, iteration, slot, [p.recommendation.title
+                                                                for p in plans if p.recommendation])
                     if self.finish_reason:          # stopped, or the budget ran out
                         return
                     if plan is not None:
@@ -379,7 +380,8 @@ class Session:
         base = self.history[-1] if self.history else None   # a generation failure, or none
         return [Plan("initial", base) for _ in range(self.search.width)]
 
-    def _plan(self, branch: Branch, iteration: int, slot: int) -> "Plan | None":
+    def _plan(self, branch: Branch, iteration: int, slot: int,
+              elsewhere: list[str]) -> "Plan | None":
         """Analyse a branch's parent and decide on the recommendation (the policy: you, in
         review mode); None where the branch is skipped or finished. Sets finish_reason where
         the whole search must end (a stop, a budget)."""
@@ -389,7 +391,7 @@ class Session:
             self.finish_reason = self._budget_too_small()
             return None
         try:
-            recommendation = self._recommend(branch.parent, iteration, slot)
+            recommendation = self._recommend(branch.parent, iteration, slot, elsewhere)
         finally:
             self._release()
         done = recommendation.action.get("kind") == "done"
@@ -542,14 +544,16 @@ class Session:
         if self._status:                    # not for a candidate judged before the run starts
             self._save_state()
 
-    def _recommend(self, best: Attempt, iteration: int, slot: int = 0) -> Recommendation:
+    def _recommend(self, best: Attempt, iteration: int, slot: int = 0,
+                   elsewhere: list[str] = ()) -> Recommendation:
         history = self.search.tried(self.tree(), best)
         request = AnalysisRequest(self.problem, self.target.name, best.code, best.result,
                                   profile_summary(best.result), history, iteration,
                                   deadline=self._deadline(),
                                   objective=measures.objective_text(best.result,
                                                                     self.options.objective),
-                                  alternatives=max(0, self.budget.samples - 1))
+                                  alternatives=max(0, self.budget.samples - 1),
+                                  elsewhere=list(dict.fromkeys(elsewhere)))
         recommendation = self.analyst.analyse(request)
         self._last_recommendation = recommendation
         with self._usage_lock:

@@ -241,9 +241,14 @@ class BuiltinAnalyst:
         if slower_than_eager(f):
             # "leave the vendor op as it is" says done: not while a recovery is left to try
             rules = recovery_rules(f) + [r for r in rules if r.action.get("kind") != "done"]
-        for recommendation in rules:
-            if recommendation.title not in request.history:
-                return recommendation
+        fresh = [r for r in rules if r.title not in request.history]
+        if fresh and fresh[0].title in request.elsewhere:
+            # another branch of the search tries this one this round: the next change that
+            # applies, so the round covers more ideas (never "done" in its place)
+            fresh = [r for r in fresh if r.title not in request.elsewhere
+                     and r.action.get("kind") != "done"] or fresh
+        if fresh:
+            return fresh[0]
         if slower_than_eager(f):
             return keep_pytorch(f)
         speed = f"{f['speedup']:.2f}x eager" if f["speedup"] else "unknown speed"
