@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from kforge_nb.agents import AgentConfig  # noqa: E402
 from kforge_nb.evaluator import EvalOptions  # noqa: E402
 from kforge_nb.executors import InProcess  # noqa: E402
+from kforge_nb.guardrails import Guardrails  # noqa: E402
 from kforge_nb.problem import Problem  # noqa: E402
-from kforge_nb.session import Budget, Session  # noqa: E402
+from kforge_nb.session import Attempt, Budget, Session  # noqa: E402
 from kforge_nb.session.search import make_search  # noqa: E402
 from kforge_nb.targets import get_target  # noqa: E402
 from random_problems import write_draw  # noqa: E402
@@ -51,16 +52,23 @@ def search_run(problem: Problem, strategy: str, args, out: Path) -> Session:
     return session
 
 
-def head_to_head(problem: Problem, codes: dict[str, str], args, out: Path) -> dict[str, float]:
-    """Median speedup vs eager of each strategy's best, judged in turn `rounds` times."""
+def head_to_head(problem: Problem, bests: dict[str, Attempt], args,
+                 out: Path) -> dict[str, float]:
+    """Median speedup vs eager of each strategy's best, judged in turn `rounds` times (with
+    the torch ops the builtin agent kept on purpose allowed, as in its session)."""
     target, executor = get_target(args.target), InProcess()
-    options = EvalOptions(trials=1, baselines=("eager",))
-    speedups: dict[str, list[float]] = {name: [] for name in codes}
-    names = list(codes)
+    speedups: dict[str, list[float]] = {name: [] for name in bests}
+    names = list(bests)
     for k in range(args.rounds):
         for name in names[k % len(names):] + names[:k % len(names)]:    # rotate the order
-            result = executor.evaluate(problem, codes[name], target, options,
+            kept = bests[name].generation.kept_ops if bests[name].generation else []
+            options = EvalOptions(trials=1, baselines=("eager",),
+                                  guardrails=Guardrails(allow=list(kept)))
+            result = executor.evaluate(problem, bests[name].code, target, options,
                                        out / "h2h" / f"{name}-{k}")
+            if result.state != "correct":
+                print(f"{problem.name}: {name}'s best is {result.state} when judged again: "
+                      f"{result.message[:200]}", file=sys.stderr)
             if result.timing.speedup_vs_eager:
                 speedups[name].append(result.timing.speedup_vs_eager)
     return {name: statistics.median(v) for name, v in speedups.items() if v}
@@ -111,7 +119,7 @@ def main() -> None:
         distinct = {}
         for s, code in codes.items():            # identical kernels are judged once
             distinct.setdefault(code, s)
-        medians = head_to_head(problem, {s: c for c, s in distinct.items()}, args,
+        medians = head_to_head(problem, {s: bests[s] for s in distinct.values()}, args,
                                out / path.stem) if distinct else {}
         row = {"problem": path.stem, "candidates": {s: len(x.history)
                                                      for s, x in sessions.items()}}

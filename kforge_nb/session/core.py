@@ -3,6 +3,7 @@
     functional pass:   generate -> evaluate -> (fix with the verdict's feedback) ... until correct
     optimisation pass: analyse the best candidate -> ONE recommendation -> decision (policy) ->
                        generate with it -> evaluate -> keep the fastest correct candidate
+                       (by its speedup vs eager, timed beside it: records.Attempt.speed)
                        (or the best by your --objective, see measures.py)
 
 Each round asks for `samples` candidates, evaluated concurrently (timings are serialised by the
@@ -340,6 +341,11 @@ class Session:
                     self.finish_reason = self._nothing_to_expand()
                     return
                 plans: list[Plan] = []
+                # asked in the order of the parents' ids, not of their ranks: a replay on
+                # another machine (other timings) asks in the same order, with the same
+                # "being tried elsewhere" in each prompt
+                branches.sort(key=lambda b: (b.parent is None, b.parent and
+                                             (b.parent.iteration, b.parent.sample)))
                 for slot, branch in enumerate(branches):
                     plan = self._plan(branch, iteration, slot, [p.recommendation.title
                                                                 for p in plans if p.recommendation])

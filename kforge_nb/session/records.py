@@ -57,9 +57,14 @@ class Attempt:
 
     @property
     def speed(self) -> float:
-        """Lower is better; only correct candidates with a time rank."""
-        ms = self.result.timing.candidate_ms
-        return ms if (self.result.state == CORRECT and ms is not None) else float("inf")
+        """Lower is better; only correct candidates with a time rank. The time relative to
+        eager's (1 / speedup vs eager) where the evaluator timed eager beside it: the two ran
+        in alternating blocks of one evaluation, so a machine that is busier or quieter
+        between evaluations does not rank one candidate above another. Else the time itself."""
+        t = self.result.timing
+        if self.result.state != CORRECT or t.candidate_ms is None:
+            return float("inf")
+        return 1.0 / t.speedup_vs_eager if t.speedup_vs_eager else t.candidate_ms
 
     def to_dict(self) -> dict:
         return {"iteration": self.iteration, "sample": self.sample, "kind": self.kind,
