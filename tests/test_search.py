@@ -15,7 +15,7 @@ from kforge_nb.agents.builtin.candidate import read_header
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.session import Budget, Session
 from kforge_nb.session.core import Plan
-from kforge_nb.session.decisions import ACCEPT, Decision
+from kforge_nb.session.decisions import ACCEPT, REDIRECT, Decision
 from kforge_nb.session.records import Attempt
 from kforge_nb.session.search import Crossover, SearchError, Tree, make_search
 from tests.test_session_anthropic import FASTER, GOOD, PROBLEM, answer, api, options  # noqa: F401
@@ -254,7 +254,8 @@ def test_bad_search_options_are_usage_errors(kforge_cli):
 
 class Steering:
     """A review-mode person, scripted: pins or prunes on the first recommendation, then
-    accepts everything."""
+    accepts everything but "nothing more", which they redirect: whether the builtin analyst
+    runs out of rules depends on the timings, and no branch may end before the last round."""
 
     def __init__(self, act):
         self.act, self.session, self.seen = act, None, []
@@ -263,6 +264,8 @@ class Steering:
         if not self.seen:
             self.act(self.session)
         self.seen.append(recommendation)
+        if recommendation.action.get("kind") == "done":
+            return Decision(REDIRECT, "use a dynamic schedule for the row loop")
         return Decision(ACCEPT)
 
 
