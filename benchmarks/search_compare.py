@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from kforge_nb.agents import AgentConfig  # noqa: E402
 from kforge_nb.evaluator import EvalOptions  # noqa: E402
 from kforge_nb.executors import InProcess  # noqa: E402
-from kforge_nb.guardrails import Guardrails  # noqa: E402
 from kforge_nb.problem import Problem  # noqa: E402
 from kforge_nb.session import Attempt, Budget, Session  # noqa: E402
+from kforge_nb.session.core import with_allowed  # noqa: E402
 from kforge_nb.session.search import make_search  # noqa: E402
 from kforge_nb.targets import get_target  # noqa: E402
 from random_problems import write_draw  # noqa: E402
@@ -62,8 +62,7 @@ def head_to_head(problem: Problem, bests: dict[str, Attempt], args,
     for k in range(args.rounds):
         for name in names[k % len(names):] + names[:k % len(names)]:    # rotate the order
             kept = bests[name].generation.kept_ops if bests[name].generation else []
-            options = EvalOptions(trials=1, baselines=("eager",),
-                                  guardrails=Guardrails(allow=list(kept)))
+            options = with_allowed(EvalOptions(trials=1, baselines=("eager",)), kept)
             result = executor.evaluate(problem, bests[name].code, target, options,
                                        out / "h2h" / f"{name}-{k}")
             if result.state != "correct":

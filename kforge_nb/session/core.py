@@ -531,7 +531,7 @@ class Session:
                   applied: Recommendation | None = None) -> Attempt:
         options = self.options
         if generation is not None and generation.kept_ops:
-            options = _with_allowed(options, generation.kept_ops)
+            options = with_allowed(options, generation.kept_ops)
         folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
         result = self.executor.evaluate(self.problem, code, self.target, options, folder)
         attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
@@ -710,7 +710,8 @@ def _read_events(path: Path) -> list[Event]:
     return events
 
 
-def _with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
+def with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
+    """The options with these torch ops allowed (those the builtin agent keeps on purpose)."""
     import dataclasses
     rails = dataclasses.replace(options.guardrails,
                                 allow=[*options.guardrails.allow, *ops])
@@ -761,12 +762,12 @@ class Plan:
             return "", Recommendation(f"your {self.decision.kind}: "
                                       f"{self.decision.text.splitlines()[0][:60]}",
                                       self.decision.text)
-        if self.kind == "optimise" and variant <= len(self.crossovers):
+        if variant <= len(self.crossovers):         # only an optimise round has them
             cross = self.crossovers[variant - 1]
             return ("Instead of the recommendation above, apply this change; it made "
                     f"candidate {cross.source} {cross.gain:.2f}x faster in another lineage:\n"
                     f"{cross.change.text}"), cross.change
-        variant -= len(self.crossovers) if self.kind == "optimise" else 0
+        variant -= len(self.crossovers)
         alternatives = self.recommendation.alternatives if asked else []
         if len(alternatives) >= variant:
             text = alternatives[variant - 1]

@@ -88,20 +88,17 @@ def attempt_record(a, keep_map: bool) -> dict:
             "recommendation": a.recommendation.title if a.recommendation else None,
             "decision": a.decision.kind if a.decision else None,
             "decision_text": a.decision.text if a.decision else None,
-            "parent": getattr(a, "parent", None), "lineage": getattr(a, "lineage", None),
-            "applied": a.applied.title if getattr(a, "applied", None) else None}
+            "parent": a.parent, "lineage": a.lineage,
+            "applied": a.applied.title if a.applied else None}
 
 
 def search_record(session) -> dict:
     """The search over candidates: its strategy and width, and the ids the person pinned
     (expanded every round) and pruned (never expanded again, nor their descendants), and
     those the analyst had nothing more for (finished)."""
-    search = getattr(session, "search", None)
-    return {"strategy": getattr(search, "name", "greedy"),
-            "width": getattr(search, "width", 1),
-            "pinned": sorted_ids(getattr(session, "pinned", ())),
-            "pruned": sorted_ids(getattr(session, "pruned", ())),
-            "finished": sorted_ids(getattr(session, "finished_branches", ()))}
+    return {"strategy": session.search.name, "width": session.search.width,
+            "pinned": sorted_ids(session.pinned), "pruned": sorted_ids(session.pruned),
+            "finished": sorted_ids(session.finished_branches)}
 
 
 def sorted_ids(ids) -> list[str]:
