@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python benchmarks/search_compare.py --seed S --draw 12 [--target cpp]
         [--iterations 3] [--samples 3] [--beam 2] [--strategies greedy,beam,evolve]
-        [--rounds 5] [--out kforge-runs/search] [--jsonl rows.jsonl] [--shard K/N]
+        [--confirm 3] [--rounds 5] [--out kforge-runs/search] [--jsonl rows.jsonl]
+        [--shard K/N]
     python benchmarks/search_compare.py --report rows.jsonl [rows2.jsonl ...]
 
 `--shard K/N` runs the draw's problems whose index is K modulo N (N processes side by side,
@@ -16,7 +17,8 @@ one after the other in turn, `--rounds` times, and each is compared with greedy'
 of its speedup vs eager (a ratio taken within one evaluation). "faster" needs a 2 % margin;
 within it the two are a tie. Identical best kernels are a tie, measured once.
 The table also gives how many candidates each strategy judged: beam and evolve judge about
-K times as many as greedy for the same rounds.
+K times as many as greedy for the same rounds. Every strategy, greedy too, ends with the same
+final judging (`--confirm`, 3 finalists by default), so none is named best on one lucky timing.
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ MARGIN = 1.02
 
 def search_run(problem: Problem, strategy: str, args, out: Path) -> Session:
     session = Session(problem, args.target, AgentConfig(provider="builtin"),
-                      Budget(iterations=args.iterations, samples=args.samples, patience=None),
+                      Budget(iterations=args.iterations, samples=args.samples, patience=None,
+                             confirm=args.confirm),
                       EvalOptions(trials=2, baselines=("eager",)), out=out / strategy,
                       search=make_search(strategy, None if strategy == "greedy" else args.beam))
     session.run()
@@ -88,6 +91,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--beam", type=int, default=2)
     parser.add_argument("--strategies", default="greedy,beam,evolve")
+    parser.add_argument("--confirm", type=int, default=3,
+                        help="finalists of every strategy's final judging (0: none)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scale", choices=["cpu", "gpu"], default="cpu")
     parser.add_argument("--out", default="kforge-runs/search")
@@ -159,7 +164,8 @@ def report(rows: list[dict], strategies: list[str], args) -> str:
                      f"{s}: no comparable result")
     lines.append(f"(seed {args.seed}, {args.draw} problems at {args.scale} scale, target "
                  f"{args.target}, {args.iterations} rounds x {args.samples} samples, beam "
-                 f"{args.beam}; head to head over {args.rounds} rounds, medians; margin "
+                 f"{args.beam}, final judging of {getattr(args, 'confirm', 0)}; head to head "
+                 f"over {args.rounds} rounds, medians; margin "
                  f"{MARGIN:.2f})")
     return "\n".join(lines)
 

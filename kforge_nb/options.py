@@ -129,6 +129,10 @@ OPTIONS: tuple[Option, ...] = (
            choices=("greedy", "beam", "evolve"), default="greedy", trait=True),
     Option("--beam", "parents a round expands for --search beam or evolve, each with "
            "--samples children (default 2)", AGENT, type=positive(int), metavar="K"),
+    Option("--confirm", "before naming the best, judge the N fastest candidates again, 3 times "
+           "each side by side, and keep the highest median speedup vs eager (default 3 for "
+           "beam and evolve, 0 for greedy; 0 turns it off)", AGENT, type=at_least_zero,
+           metavar="N"),
     Option("--from", "a verified kernel (file, or run folder) for another target to translate",
            SESSION, dest="translate_from", metavar="RUN_OR_FILE"),
     Option("--review", "ask on the terminal before applying each recommendation",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from kforge_nb.agents import AgentConfig
+from kforge_nb.agents.builtin.generator import kernel_text
 from kforge_nb.session import Budget, Session
 from tests.test_session_anthropic import FASTER, GOOD, PROBLEM, answer, api, options  # noqa: F401
 
@@ -65,7 +66,22 @@ def test_the_builtin_agents_samples_are_a_knob_sweep(kforge_cli, tmp_path):
     headers = {next(line for line in c.splitlines() if line.startswith("# kforge-builtin:"))
                for c in codes}
     assert len(headers) == 3                                  # each written with other knobs
+    assert len({kernel_text(c) for c in codes}) == 3          # and each a different kernel
     saved = [json.loads((folder / "iter-00" / f"sample-{k}" / "generation.json").read_text())
              for k in range(3)]
     assert saved[0]["variation"] == ""
     assert all("varies the knobs" in s["variation"] for s in saved[1:])
+
+
+def test_the_knob_sweep_skips_knobs_that_do_not_change_the_kernel():
+    """A row softmax has no lane block: its variants walk the knobs it has (schedule, output
+    reuse, accumulator, threads), each a different kernel; numbered across a round's branches,
+    later variants go on where earlier ones stopped."""
+    from kforge_nb.agents.base import GenerationRequest
+    from kforge_nb.agents.builtin.generator import BuiltinGenerator
+    generator = BuiltinGenerator()
+    made = [generator.generate(GenerationRequest(problem=PROBLEM, target="cpp", kind="initial",
+                                                 variant=k)) for k in range(6)]
+    assert len({kernel_text(g.code) for g in made}) == 6
+    assert not any("lane_block" in g.variation for g in made)
+    assert "schedule dynamic" in made[1].variation

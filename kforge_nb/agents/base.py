@@ -43,8 +43,8 @@ class GenerationRequest:
     aux: list[tuple[str, str]] = field(default_factory=list)     # (name, text) files
     translate_from: str | None = None    # a verified kernel for another target
     sample: int = 0                      # the candidate's number in this round
-    variant: int = 0                     # which of its branch's samples: 0 takes the
-    #                                      instruction as it is, k > 0 tries something else
+    variant: int = 0                     # 0 takes the instruction as it is; k > 0 tries
+    #                                      something else, numbered across the round's branches
     variation: str = ""                  # what this sample tries that the others do not
     precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
     deadline: float | None = None        # time.monotonic() by which the run's wall-time budget

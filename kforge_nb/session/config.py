@@ -58,7 +58,8 @@ def search_from_args(args):
 def budget_from_args(args) -> Budget:
     return Budget(iterations=args.iterations, samples=args.samples, wall_s=args.wall_time,
                   tokens=args.max_tokens, cost_usd=args.max_cost,
-                  target_speedup=args.target_speedup, patience=args.patience)
+                  target_speedup=args.target_speedup, patience=args.patience,
+                  confirm=getattr(args, "confirm", None))
 
 
 # `kforge run` flags that may raise a resumed run's budget -> Budget fields

@@ -39,7 +39,7 @@ from .events import Event
 from .inputs import load_translation, parse_aux
 from .records import Attempt, Budget, History
 from .search import Branch, Crossover, Tree, make_search
-from . import saved
+from . import confirm, saved
 
 
 class Session:
@@ -66,6 +66,8 @@ class Session:
         self.pinned: set[str] = set()        # ids the person wants expanded every round
         self.pruned: set[str] = set()        # ids whose branch is never expanded again
         self.finished_branches: set[str] = set()   # ids the analyst had nothing more for
+        self.confirmed: dict[str, float] = {}    # finalists' median speedups (the final judging)
+        self.outranked: set[str] = set()         # correct candidates that were not finalists
         self.aux_specs = list(aux or [])
         self.aux = [parse_aux(spec) for spec in self.aux_specs]
         self.translate_from = load_translation(translate_from)
@@ -127,7 +129,20 @@ class Session:
         """Lower ranks first: by the objective (--objective) where the candidate has that
         measure, ahead of those without it, which rank by speed as always."""
         score = measures.score(attempt.result, self.options.objective)
-        return (0, score) if score is not None else (1, attempt.speed)
+        if score is not None:
+            return (0, score)
+        # after the final judging, the finalists rank by their median (and ahead of the
+        # candidates that did not make it); a candidate judged later competes as measured
+        median = self.confirmed.get(attempt.id)
+        return (1, attempt.id in self.outranked, 1.0 / median if median else attempt.speed)
+
+    @property
+    def confirm_count(self) -> int:
+        """Finalists of the final judging: --confirm, else 3 for beam and evolve (they judge
+        many candidates, so their fastest measured is the likeliest fluke) and 0 for greedy."""
+        if self.budget.confirm is not None:
+            return self.budget.confirm
+        return confirm.DEFAULT_WIDE if self.search.width > 1 else 0
 
     @property
     def running(self) -> bool:
@@ -271,6 +286,7 @@ class Session:
         try:
             self._setup()
             self._loop()
+            self._confirm()
         except ProviderError as err:
             self.error = str(err)
             self.finish_reason = f"provider error: {err}"
@@ -375,6 +391,46 @@ class Session:
         self.finish_reason = self.finish_reason or (
             "stopped by the user" if self._stop.is_set() else "iteration budget used")
 
+    def _confirm(self) -> None:
+        """The final judging (confirm.py): the fastest few judged again side by side."""
+        if self._stop.is_set() or self.confirm_count < 2:
+            return
+        before = self.best
+        if before is None or self._rank(before)[0] == 0:      # ranked by an --objective
+            return
+        chosen = confirm.finalists(list(self.history), self._rank, self.confirm_count)
+        if len(chosen) < 2:
+            return
+        iteration = self.history[-1].iteration
+        self._emit("confirming", iteration, finalists=[a.id for a in chosen],
+                   rounds=confirm.ROUNDS)
+
+        def go_on() -> bool:
+            over = self.budget.wall_s and self.elapsed() > self.budget.wall_s
+            return not self._stop.is_set() and not over
+
+        judged = confirm.judge_again(chosen, self._judge_again, go_on)
+        if not any(j.median for j in judged):     # stopped before a finalist was judged whole
+            self._emit("notice", iteration, text="final judging cut short: the best stays as "
+                       "measured")
+            return
+        with self._state_lock:
+            self.confirmed = {j.attempt.id: j.median for j in judged if j.median}
+            self.outranked = {a.id for a in self.history if a.result.state == CORRECT
+                              and a.id not in self.confirmed}
+        best = self.best
+        self._emit("confirmed", iteration, judged=[j.to_dict() for j in judged],
+                   best=best.id, before=before.id)
+        self._save_state()
+
+    def _judge_again(self, attempt: Attempt, round_: int) -> Result:
+        options = self.options
+        kept = attempt.generation.kept_ops if attempt.generation else []
+        if kept:
+            options = with_allowed(options, kept)
+        folder = self.folder / "confirm" / f"{attempt.id}-{round_}"
+        return self.executor.evaluate(self.problem, attempt.code, self.target, options, folder)
+
     def _functional_plans(self) -> list["Plan"]:
         """No correct candidate yet: fix the last round's failures (one branch each, up to the
         search's width), or write from scratch where none has code."""
@@ -441,14 +497,20 @@ class Session:
         asked for."""
         samples = max(1, self.budget.samples)
         seeds_before = 0 if functional else sum(a.kind == "initial" for a in self.history)
-        jobs, seeds = [], 0
+        # A sample's variant says what it tries beside its branch's instruction; the variants
+        # are numbered across the round, so the branches' extra samples (a builtin knob sweep)
+        # try different things too. Plan.variation reads the sample's rank in its branch.
+        jobs, seeds, swept = [], 0, 0
         for plan in plans:
             for k in range(samples):
                 if plan.base is None or plan.kind == "initial":   # a seed: every one differs
                     variant, seeds = seeds_before + seeds, seeds + 1
+                    k = variant
                 else:
-                    variant = k
-                jobs.append((len(jobs), plan, variant))
+                    variant = k and k + swept
+                jobs.append((len(jobs), plan, k, variant))
+            if plan.base is not None and plan.kind != "initial":
+                swept += samples - 1
 
         def one(job) -> bool:
             sample = job[0]
@@ -462,9 +524,9 @@ class Session:
                 self._release()
             return True
 
-        def generate(sample: int, plan: Plan, variant: int) -> None:
+        def generate(sample: int, plan: Plan, rank: int, variant: int) -> None:
             base = plan.base
-            said, applied = plan.variation(variant)
+            said, applied = plan.variation(rank)
             request = GenerationRequest(
                 problem=self.problem, target=self.target.name, kind=plan.kind,
                 iteration=iteration, previous_code=base.code if base else None,
@@ -613,6 +675,8 @@ class Session:
         self.pinned = set(progress.get("pinned", []))
         self.pruned = set(progress.get("pruned", []))
         self.finished_branches = set(progress.get("finished_branches", []))
+        self.confirmed = dict(progress.get("confirmed", {}))
+        self.outranked = set(progress.get("outranked", []))
         self._elapsed_before = float(progress.get("elapsed_s", 0.0))
         self.events = [e for e in _read_events(self.folder / "events.jsonl")
                        if e.kind != "finished"]

@@ -18,6 +18,8 @@ class Budget:
     cost_usd: float | None = None
     target_speedup: float | None = None      # stop once the best beats eager by this much
     patience: int | None = 3                 # optimisation rounds without improvement
+    confirm: int | None = None               # finalists judged again at the end (None: the
+    #                                          search's default, see Session.confirm_count)
 
     def exhausted(self, usage: Usage, elapsed_s: float, best: "Attempt | None") -> str | None:
         """Why the session must stop now, or None."""

@@ -64,7 +64,8 @@ def write_state(session, status: str) -> None:
             "next_iteration": session.next_iteration, "stale_rounds": session.stale_rounds,
             "elapsed_s": round(session.elapsed(), 3), "usage": dataclasses.asdict(session.usage),
             "pinned": sorted(session.pinned), "pruned": sorted(session.pruned),
-            "finished_branches": sorted(session.finished_branches)},
+            "finished_branches": sorted(session.finished_branches),
+            "confirmed": session.confirmed, "outranked": sorted(session.outranked)},
         "summary": session.summary(), "history": [a.to_dict() for a in list(session.history)]})
 
 

@@ -68,6 +68,8 @@ def best_line(record: dict) -> str:
 
 def to_text(record: dict) -> str:
     lines = [headline(record), best_line(record)]
+    if record.get("confirmation"):
+        lines.append(record["confirmation"])
     if record["summary"].get("measures"):        # the best candidate's --measure hook
         lines.append(measures_line(record["summary"]["measures"]))
     if record.get("timing_note"):
@@ -85,6 +87,8 @@ def to_html(record: dict) -> str:
              f'padding:8px">',
              f'<div style="font-size:14px"><b>kforge</b> · {esc(headline(record)[8:])}</div>',
              f'<div>{esc(best_line(record))}</div>']
+    if record.get("confirmation"):
+        parts.append(f'<div>{esc(record["confirmation"])}</div>')
     if s.get("measures"):
         parts.append(f'<div>{esc(measures_line(s["measures"]))}</div>')
     if record.get("timing_note"):

@@ -16,11 +16,13 @@ import threading
 
 from . import fallback
 from .fallback import id_key
+from ..session.confirm import sentence as confirm_sentence
 from ..session.events import Event
 
 MIME = "application/vnd.kforge.run+json"
 RECORD_VERSION = 2
-UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "steer", "notice", "finished"}
+UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "steer", "notice",
+             "confirming", "confirmed", "finished"}
 MAX_KERNEL_EVENTS = 300     # timeline events of the best candidate, per lane
 TOP_KERNELS = 8             # kernels per lane in each candidate's profile table
 MAX_ERROR_MAPS = 8          # the latest candidates whose |candidate - reference| map is kept
@@ -56,6 +58,8 @@ def run_record(session) -> dict:
         "progress": {"iteration": current_iteration(run, iterations), "iterations": iterations},
         "status": status_line(run, iterations, best),
         "notices": list(dict.fromkeys(e.data["text"] for e in run if e.kind == "notice")),
+        "confirmation": next((confirm_sentence(e.data) for e in reversed(run)
+                              if e.kind == "confirmed"), None),
         "best_id": best.id if best else None,
         "best": {"id": best.id, "iteration": best.iteration, "sample": best.sample,
                  "code": best.code} if best else None,
@@ -179,6 +183,10 @@ def status_line(run: list[Event], iterations: int, best) -> str:
         return f"{at}: recommendation: {d['title']}"
     if e.kind == "decision":
         return f"{at}: decision: {d['kind']}"
+    if e.kind == "confirming":
+        return f"final judging: candidates {', '.join(d['finalists'])} judged again…"
+    if e.kind == "confirmed":
+        return confirm_sentence(d)
     if e.kind == "finished":
         return (f"finished: {d.get('reason') or 'ended'}; "
                 + (f"best is candidate {best.id}" if best else "no correct candidate"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..session.confirm import sentence as confirm_sentence
 from ..session.decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, Decision
 from ..session.events import Event
 
@@ -43,6 +44,11 @@ class Progress:
                 else f"[{i}] recommendation: {d['title']}"
         elif event.kind == "decision":
             line = f"[{i}] decision: {d['kind']}" + (f" ({d['text'][:80]})" if d["text"] else "")
+        elif event.kind == "confirming":
+            line = (f"[final] judging {', '.join(d['finalists'])} again, {d['rounds']} times "
+                    "each, side by side")
+        elif event.kind == "confirmed":
+            line = f"[final] {confirm_sentence(d)}"
         elif event.kind == "finished":
             line = f"finished: {d['reason']}; artifacts in {d['artifacts']}"
             if d.get("advice"):

@@ -25,7 +25,7 @@ from .report import run_record, waiting_for_decision
 from ..session.events import Event
 
 STATIC = Path(__file__).parent / "static"
-AT_ONCE = {"started", "recommendation", "decision", "steer", "finished"}
+AT_ONCE = {"started", "recommendation", "decision", "steer", "confirmed", "finished"}
 # the candidates tree's actions: the Session method, whether it sets or clears, the reply
 STEER = {"pin": ("pin", True, "pinned {id}: expanded every round"),
          "unpin": ("pin", False, "unpinned {id}"),

@@ -139,6 +139,7 @@ export interface RunRecord {
   progress: { iteration: number; iterations: number };
   status: string;
   notices: string[];
+  confirmation?: string | null;   // the final judging, in words (--confirm)
   best_id: string | null;
   history: Candidate[];
   /** Missing in records saved before the search existed. */

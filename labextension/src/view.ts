@@ -197,7 +197,7 @@ export class RunView {
       }
     }
     this.drawHeader(r);
-    this.section('notes', JSON.stringify([r.timing_note, r.notices, r.summary.error]), this.notes, () => this.drawNotes(r));
+    this.section('notes', JSON.stringify([r.timing_note, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
     this.statusText.textContent = r.status;
     this.messageText.textContent = this.message ? ` — ${this.message}` : '';
     const strip = r.history.map(a => `${a.id}:${a.result.state}`).join(',');
@@ -313,6 +313,7 @@ export class RunView {
         ? el('div', { class: 'kforge-note', 'data-role': 'timing-note' }, `⚠ timings are NOT performance figures here: ${r.timing_note}`)
         : null,
       ...r.notices.map(text => el('div', { class: 'kforge-notice' }, text)),
+      r.confirmation ? el('div', { class: 'kforge-notice', 'data-role': 'confirmation' }, r.confirmation) : null,
       r.summary.error ? el('div', { class: 'kforge-note' }, `⚠ ${r.summary.error}`) : null,
       this.host.renderer === 'mime'
         ? el(

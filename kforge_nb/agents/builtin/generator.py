@@ -14,7 +14,7 @@ import re
 
 from ..base import Generation, GenerationRequest
 from .assemble import Built, cpp_candidate
-from .candidate import read_header
+from .candidate import HEADER_MARK, read_header
 from .capture import CaptureError, capture
 from .cpp_kernels import CppOptions
 from .partition import PartitionError, partition
@@ -89,21 +89,54 @@ def apply_action(options, action: dict) -> tuple[object, str]:
     return options, f"action {kind!r} does not apply to this target; candidate unchanged"
 
 
-def vary(options, variant: int) -> tuple[object, str]:
-    """Sample k > 0 of a branch: the same candidate with other knobs, so that a round's samples
-    are a small autotuning sweep around sample 0 rather than copies of it. The sweep walks a
-    grid (two knobs, the first scaled by 2, 1/2, 4, 1/4) so up to 9 samples all differ."""
+def sweep_steps(options) -> list[dict]:
+    """The knob changes a round's extra samples walk, around the options of sample 0: each
+    knob on its own first, then pairs of them. Which of them change this problem's kernel is
+    found by writing it (a lane block means nothing to a row softmax)."""
     if isinstance(options, CppOptions):
-        first, low, other = "lane_block", 32, {"schedule": "dynamic" if
-                                                 options.schedule == "static" else "static"}
+        lane = options.lane_block
+        singles = [{"schedule": "dynamic" if options.schedule == "static" else "static"},
+                   {"reuse_output": not options.reuse_output},
+                   *({"accumulate": a} for a in ("float", "double") if a != options.accumulate),
+                   {"min_parallel_work": 32768 if options.min_parallel_work >= 1 << 30
+                    else 1 << 30},                        # all on one thread, or back
+                   {"lane_block": lane * 2}, {"lane_block": max(32, lane // 2)},
+                   {"lane_block": lane * 4}, {"lane_block": max(32, lane // 4)}]
     else:
-        first, low, other = "block_size", 128, {"num_warps": 8 if options.num_warps != 8 else 4}
-    value = getattr(options, first)
-    scaled = [{first: value * 2}, {first: max(low, value // 2)}, {first: value * 4},
-              {first: max(low, value // 4)}]
-    steps = [scaled[0], scaled[1], other, {**scaled[0], **other}, {**scaled[1], **other},
-             scaled[2], scaled[3], {**scaled[2], **other}, {**scaled[3], **other}]
-    change = steps[(variant - 1) % len(steps)]
+        block, warps = options.block_size, options.num_warps
+        singles = [{"block_size": block * 2}, {"block_size": max(128, block // 2)},
+                   {"num_warps": 8 if warps != 8 else 4},
+                   {"block_size": block * 4}, {"block_size": max(128, block // 4)},
+                   {"num_warps": 2 if warps != 2 else 16}]
+    pairs = [{**a, **b} for i, a in enumerate(singles) for b in singles[i + 1:]
+             if not set(a) & set(b)]
+    return singles + pairs
+
+
+def kernel_text(code: str) -> str:
+    """A candidate without its header line: what tells two candidates' kernels apart."""
+    return "\n".join(line for line in code.splitlines() if not line.startswith(HEADER_MARK))
+
+
+def vary(options, variant: int, write) -> tuple[object, str]:
+    """Sample `variant` > 0: the same candidate with other knobs, so that a round's samples are
+    a small autotuning sweep around sample 0 rather than copies of it. `write(options)` gives
+    the code (or None); only steps that change the kernel count, so no two variants of a round
+    (the session numbers them across the round's branches) are the same kernel unless the
+    steps run out."""
+    base = write(options)
+    seen = {kernel_text(base)} if base else set()
+    distinct = []
+    for change in sweep_steps(options):
+        code = write(dataclasses.replace(options, **change))
+        if code and kernel_text(code) not in seen:
+            seen.add(kernel_text(code))
+            distinct.append(change)
+            if len(distinct) >= variant:
+                break
+    if not distinct:
+        return options, f"sample {variant}: no knob changes this kernel; same as sample 0"
+    change = distinct[(variant - 1) % len(distinct)]
     said = ", ".join(f"{k} {v}" for k, v in change.items())
     return dataclasses.replace(options, **change), f"sample {variant} varies the knobs: {said}"
 
@@ -140,11 +173,12 @@ class BuiltinGenerator:
         elif request.kind == "fix":
             options, applied = conservative(options), "conservative version: library maths, " \
                 "double accumulators, default parallelism"
-        varied = ""
+        varied, lowered = "", self.lower(request)
         if request.variant and not own_change:
-            options, varied = vary(options, request.variant)
+            options, varied = vary(options, request.variant,
+                                   lambda o: self.write(request, lowered, o).code)
             applied = "; ".join(filter(None, [applied, varied]))
-        built = self.build(request, options)
+        built = self.write(request, lowered, options)
         if built.code is None:
             return Generation(None, response=built.failure or "", failure=built.failure,
                               notes=built.failure or "")
@@ -156,13 +190,20 @@ class BuiltinGenerator:
                           variation=varied or (request.variation if own_change else ""))
 
     @staticmethod
-    def build(request: GenerationRequest, options) -> Built:
-        problem = request.problem
+    def lower(request: GenerationRequest):
+        """The reference captured and partitioned into fused groups, or why it cannot be."""
         try:
-            captured = capture(problem.source)
-            plan = partition(captured.graph)
+            captured = capture(request.problem.source)
+            return captured, partition(captured.graph)
         except (CaptureError, PartitionError) as err:
-            return Built(None, failure=f"builtin agent cannot lower: {err}")
+            return f"builtin agent cannot lower: {err}"
+
+    @staticmethod
+    def write(request: GenerationRequest, lowered, options) -> Built:
+        if isinstance(lowered, str):
+            return Built(None, failure=lowered)
+        captured, plan = lowered
+        problem = request.problem
         if request.target == "cpp":
             return cpp_candidate(problem.name, problem.source, captured, plan, options)
         return triton_candidate(problem.name, problem.source, captured, plan, options)

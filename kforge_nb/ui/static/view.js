@@ -670,7 +670,7 @@ var RunView = class {
       }
     }
     this.drawHeader(r);
-    this.section("notes", JSON.stringify([r.timing_note, r.notices, r.summary.error]), this.notes, () => this.drawNotes(r));
+    this.section("notes", JSON.stringify([r.timing_note, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
     this.statusText.textContent = r.status;
     this.messageText.textContent = this.message ? ` \u2014 ${this.message}` : "";
     const strip = r.history.map((a) => `${a.id}:${a.result.state}`).join(",");
@@ -780,6 +780,7 @@ var RunView = class {
     return [
       r.timing_note ? el("div", { class: "kforge-note", "data-role": "timing-note" }, `\u26A0 timings are NOT performance figures here: ${r.timing_note}`) : null,
       ...r.notices.map((text) => el("div", { class: "kforge-notice" }, text)),
+      r.confirmation ? el("div", { class: "kforge-notice", "data-role": "confirmation" }, r.confirmation) : null,
       r.summary.error ? el("div", { class: "kforge-note" }, `\u26A0 ${r.summary.error}`) : null,
       this.host.renderer === "mime" ? el(
         "div",

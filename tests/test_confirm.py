@@ -1,0 +1,91 @@
+"""The final judging (--confirm): the fastest few candidates are judged again side by side
+before the best is named. Driven by the real `anthropic` SDK against the scripted Messages API
+on 127.0.0.1, with real g++ builds; the timings that matter are scripted by a flag file the test
+creates when the final judging starts (a candidate sleeps 10 ms a call while it exists, or
+while it does not), so the outcome does not depend on the machine's speed."""
+from __future__ import annotations
+
+import json
+
+from kforge_nb.agents import AgentConfig
+from kforge_nb.session import Budget, Session
+from kforge_nb.session.confirm import sentence
+from kforge_nb.ui.terminal import Progress
+from tests.test_session_anthropic import GOOD, PROBLEM, answer, api, options  # noqa: F401
+
+
+def sleeping(flag, while_there: bool) -> str:
+    """GOOD, 10 ms slower a call while `flag` exists (or while it does not)."""
+    test = f"os.path.exists({str(flag)!r})"
+    return GOOD.replace("import torch\n", "import os\nimport time\n\nimport torch\n", 1).replace(
+        "        x = x.contiguous()\n",
+        f"        if {'' if while_there else 'not '}{test}:\n"
+        "            time.sleep(0.01)\n        x = x.contiguous()\n", 1)
+
+
+def test_a_lucky_first_timing_does_not_name_the_best(api, tmp_path):  # noqa: F811
+    flag = tmp_path / "final-judging"
+    lucky, steady = sleeping(flag, True), sleeping(flag, False)
+    api([answer(lucky), answer(steady)])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=1, samples=2, confirm=2, patience=None),
+                      options(tmp_path), out=tmp_path)
+    lines = []
+    session.subscribe(lambda e: flag.touch() if e.kind == "confirming" else None)
+    session.subscribe(Progress(stream=type("S", (), {"write": lambda self, t: lines.append(t),
+                                                      "flush": lambda self: None})()))
+    session.run()
+    by_code = {a.code: a.id for a in session.history}
+    assert len(by_code) == 2 and all(a.result.state == "correct" for a in session.history)
+    confirming = next(e for e in session.events if e.kind == "confirming").data
+    confirmed = next(e for e in session.events if e.kind == "confirmed").data
+    assert confirming["finalists"][0] == by_code[lucky]        # fastest as first measured
+    assert confirmed["before"] == by_code[lucky] and confirmed["best"] == by_code[steady]
+    assert session.best.code == steady
+    assert (session.folder / "best_candidate.py").read_text() == steady
+    judged = {j["id"]: j for j in confirmed["judged"]}
+    assert all(len(j["speedups"]) == 3 for j in judged.values())
+    assert judged[by_code[steady]]["median"] > judged[by_code[lucky]]["median"]
+    assert len(list((session.folder / "confirm").iterdir())) == 6
+    progress = json.loads((session.folder / "run.json").read_text())["progress"]
+    assert set(progress["confirmed"]) == set(by_code.values())
+    text = "".join(lines)
+    assert f"[final] judging {by_code[lucky]}, {by_code[steady]} again, 3 times" in text
+    assert f"Best is {by_code[steady]}, was {by_code[lucky]}" in text
+    assert sentence(confirmed) in text
+    # a resumed session ranks as the final judging left it
+    again = Session.resume(session.folder, iterations=2)
+    assert again.best.id == by_code[steady]
+
+
+def test_a_finalist_wrong_when_judged_again_is_dropped(api, tmp_path):  # noqa: F811
+    flag = tmp_path / "final-judging"
+    flaky = GOOD.replace("import torch\n", "import os\n\nimport torch\n", 1).replace(
+        "x.numel() // cols, cols)", f"x.numel() // cols, cols // 2 if os.path.exists("
+        f"{str(flag)!r}) else cols)", 1)          # half rows: wrong once the flag is there
+    api([answer(flaky), answer(sleeping(flag, False))])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=1, samples=2, confirm=3, patience=None),
+                      options(tmp_path), out=tmp_path)
+    session.subscribe(lambda e: flag.touch() if e.kind == "confirming" else None)
+    session.run()
+    confirmed = next(e for e in session.events if e.kind == "confirmed").data
+    dropped = next(j for j in confirmed["judged"] if j["median"] is None)
+    assert dropped["states"] == ["mismatch"], dropped["message"]
+    assert dropped["id"] != confirmed["best"] == session.best.id
+    assert "dropped: mismatch when judged again" in sentence(confirmed)
+
+
+def test_greedy_names_its_best_as_measured_unless_asked(api, tmp_path):  # noqa: F811
+    """No final judging by default for greedy (beam and evolve: 3 finalists); --confirm 0
+    turns it off for them."""
+    api([answer(GOOD), answer(GOOD.replace("schedule(static)", "schedule(static, 4)"))])
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                      Budget(iterations=1, samples=2, patience=None), options(tmp_path),
+                      out=tmp_path)
+    assert session.confirm_count == 0
+    session.run()
+    assert not any(e.kind.startswith("confirm") for e in session.events)
+    assert Session(PROBLEM, "cpp", search="beam", out=tmp_path).confirm_count == 3
+    assert Session(PROBLEM, "cpp", search="beam", budget=Budget(confirm=0),
+                   out=tmp_path).confirm_count == 0
