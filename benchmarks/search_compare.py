@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--out", default="kforge-runs/search")
     parser.add_argument("--jsonl")
     parser.add_argument("--shard", default="0/1", help="K/N: every N-th problem from the K-th")
+    parser.add_argument("--only", help="these problems of the draw, e.g. 1,3 (its indices; a "
+                        "run cut by a time limit goes on with the rest)")
     parser.add_argument("--report", nargs="+", metavar="JSONL",
                         help="only print the table of these rows files")
     if "--report" in sys.argv:
@@ -115,7 +117,9 @@ def main() -> None:
     out = Path(args.out)
     rows = []
     drawn = write_draw(out / f"draw-{args.seed}-{args.scale}", args.seed, args.draw, args.scale)
-    for path in drawn[shard::shards]:
+    picked = drawn[shard::shards] if not args.only else \
+        [drawn[int(k)] for k in args.only.split(",")]
+    for path in picked:
         problem = Problem.from_file(path)
         sessions = {s: search_run(problem, s, args, out / path.stem) for s in strategies}
         bests = {s: session.best for s, session in sessions.items()}
