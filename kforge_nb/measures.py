@@ -15,6 +15,7 @@ import ast
 from pathlib import Path
 
 from .problem import ProblemError
+from .pyparse import parse_ast
 
 SIGNATURE = "def measure(model, inputs) -> dict[str, float]"
 
@@ -44,7 +45,7 @@ def read_hook(path: str) -> tuple[str, str]:
         raise MeasureError(f"--measure {path}: no such file")
     try:
         source = file.read_text()
-        tree = ast.parse(source, filename=str(file))
+        tree = parse_ast(source, filename=str(file))
     except (UnicodeDecodeError, SyntaxError) as err:
         where = f" line {err.lineno}" if getattr(err, "lineno", None) else ""
         raise MeasureError(f"--measure {path}{where}: {getattr(err, 'msg', err)}") from None

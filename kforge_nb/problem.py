@@ -12,6 +12,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from .pyparse import parse_ast
+
 
 class ProblemError(ValueError):
     """The reference itself is unusable; the message says what is missing and how to fix it."""
@@ -59,7 +61,7 @@ class Problem:
         if line:
             raise ProblemError(f"{self.label}, line {line}: {NULL_BYTE}; {REQUIRED_FORM}.")
         try:
-            tree = ast.parse(self.source, filename=self.label)
+            tree = parse_ast(self.source, filename=self.label)
         except SyntaxError as err:
             raise ProblemError(
                 f"{self.label}, line {err.lineno}: the reference does not parse ({err.msg}). "

@@ -24,7 +24,6 @@
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import json
@@ -48,6 +47,7 @@ from ..guardrails import Guardrails
 from . import sandbox
 from .device_lock import cpu_work, timing_lock
 from .process import Worker, WorkerFailure, default_memory_limit
+from ..pyparse import parse_ast
 
 SUSPICIOUS_SPEEDUP = 10.0
 HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
@@ -129,7 +129,7 @@ def judge(problem: Problem, candidate: str, target: Target, options: EvalOptions
         return Result(COMPILE_FAILURE, f"candidate.py line {line}: {NULL_BYTE}",
                       error={"type": "SyntaxError", "text": NULL_BYTE, "line": line})
     try:
-        tree = ast.parse(candidate, filename=str(folder / "candidate.py"))
+        tree = parse_ast(candidate, filename=str(folder / "candidate.py"))
     except SyntaxError as err:
         where = f" line {err.lineno}" if err.lineno else ""
         return Result(COMPILE_FAILURE, f"candidate.py{where}: {err.msg}",

@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..pyparse import parse_ast
+
 HERE = Path(__file__).parent
 FIELDS = ("targets", "ops", "bottleneck")
 BOUNDS = ("memory", "compute")
@@ -158,7 +160,7 @@ def problem_ops(source: str) -> set[str]:
     """The op keys a reference uses: names of the functions, methods and nn classes it calls,
     and `@`. Read from the source, never executed."""
     try:
-        tree = ast.parse(source)
+        tree = parse_ast(source)
     except SyntaxError:
         return set()
     for node in ast.walk(tree):      # drop get_inputs() & co. before looking at calls

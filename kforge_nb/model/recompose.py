@@ -21,6 +21,7 @@ import tokenize
 from dataclasses import dataclass
 
 from ..guardrails import CANDIDATE_CLASSES
+from ..pyparse import parse_ast
 
 
 @dataclass
@@ -48,7 +49,7 @@ def defined_names(tree: ast.Module) -> set[str]:
 def prefixed(source: str, prefix: str) -> str:
     """`source` with each of its own top-level names `n` renamed `{prefix}n` wherever the name
     is used as a name (not as an attribute, a keyword argument or inside a string)."""
-    names = defined_names(ast.parse(source))
+    names = defined_names(parse_ast(source))
     lines = source.splitlines(keepends=True)
     edits = []
     tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
@@ -76,7 +77,7 @@ def prefixed(source: str, prefix: str) -> str:
 
 
 def candidate_class(source: str) -> str:
-    tree = ast.parse(source)
+    tree = parse_ast(source)
     return next((n.name for n in tree.body if isinstance(n, ast.ClassDef)
                  and n.name in CANDIDATE_CLASSES), "ModelNew")
 

@@ -10,13 +10,14 @@ import json
 
 from .ir import Node
 from .partition import Group, Plan
+from ...pyparse import parse_ast
 
 HEADER_MARK = "# kforge-builtin:"
 
 
 def reference_parts(source: str) -> tuple[list[str], str | None]:
     """(top-level code the constructor needs, the constructor's source) from the reference."""
-    tree = ast.parse(source)
+    tree = parse_ast(source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     init = next((n for n in model.body if isinstance(n, ast.FunctionDef) and
                  n.name == "__init__"), None) if model else None
