@@ -37,7 +37,7 @@ def analysis_requests(server) -> list[dict]:
 
 def beam_session(tmp_path, iterations: int, **agents) -> Session:
     return Session(PROBLEM, "cpp", AgentConfig(provider="anthropic", **agents),
-                   Budget(iterations=iterations, patience=None), options(tmp_path),
+                   Budget(iterations=iterations, patience=None, confirm=0), options(tmp_path),
                    out=tmp_path, search=make_search("beam", 2))
 
 
@@ -96,7 +96,7 @@ def test_a_recorded_beam_run_replays(api, tmp_path):  # noqa: F811
     first = beam_session(tmp_path / "live", 2, record=str(recording))
     first.run()
     again = Session(PROBLEM, "cpp", AgentConfig(provider="replay", replay=str(recording)),
-                    Budget(iterations=2, patience=None), options(tmp_path),
+                    Budget(iterations=2, patience=None, confirm=0), options(tmp_path),
                     out=tmp_path / "replayed", search=make_search("beam", 2))
     again.run()
     assert again.error is None, again.finish_reason
@@ -281,8 +281,9 @@ def test_a_person_prunes_or_pins_during_a_builtin_beam_run(tmp_path, verb):
     target: list[str] = []
     policy = Steering(act)
     session = Session(PROBLEM, "cpp", AgentConfig(provider="builtin"),
-                      Budget(iterations=3, samples=1, patience=None), options(tmp_path),
-                      out=tmp_path, mode="review", policy=policy, search="beam")
+                      Budget(iterations=3, samples=1, patience=None, confirm=0),
+                      options(tmp_path), out=tmp_path, mode="review", policy=policy,
+                      search="beam")
     policy.session = session
     session.run()
     last = [e for e in session.events if e.kind == "iteration_started"][-1]
@@ -300,3 +301,22 @@ def test_a_person_prunes_or_pins_during_a_builtin_beam_run(tmp_path, verb):
     assert saved["pruned" if verb == "prune" else "pinned"] == target
     with pytest.raises(ValueError, match="no candidate '9.9'"):
         session.prune("9.9")
+
+
+def test_a_beam_rounds_extra_samples_sweep_other_knobs_on_each_branch(tmp_path):
+    """The builtin agent, beam of 2, 2 samples: in an optimisation round the second branch's
+    extra sample goes on with the knob sweep where the first branch's stopped (variant 2, not
+    1 again); the 4 seeds are 4 different kernels."""
+    from kforge_nb.agents.builtin.generator import kernel_text
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="builtin"),
+                      Budget(iterations=2, samples=2, patience=None, confirm=0),
+                      options(tmp_path), out=tmp_path, search="beam")
+    session.run()
+    generated = [e for e in session.events if e.kind == "candidate_generated"]
+    seeds = [e.data["variation"] for e in generated if e.iteration == 0]
+    assert sorted(v.split(" varies")[0] for v in seeds if v) == \
+        ["sample 1", "sample 2", "sample 3"]                # 4 seeds: variants 0..3
+    second = [e.data["variation"] for e in generated if e.iteration == 1 and e.data["variation"]]
+    assert sorted(v.split(" varies")[0] for v in second) == ["sample 1", "sample 2"], second
+    seeded = [kernel_text(a.code) for a in session.history if a.iteration == 0]
+    assert len(seeded) == 4 and len(set(seeded)) == 4

@@ -49,7 +49,7 @@ def make_session(folder, search="beam", iterations=3, mode="review", policy=None
     candidate compiles and runs in about a second here. Review mode: a person (or `policy`)
     answers every recommendation."""
     return Session(Problem.from_file(problem_path("relu")), "cpp", AgentConfig(provider="builtin"),
-                   Budget(iterations=iterations, samples=1, patience=None),
+                   Budget(iterations=iterations, samples=1, patience=None, confirm=0),
                    EvalOptions(trials=1, baselines=("eager",), timing_budget_s=0.1),
                    mode=mode, out=folder, search=search, policy=policy)
 

@@ -504,11 +504,11 @@ class Session:
         for plan in plans:
             for k in range(samples):
                 if plan.base is None or plan.kind == "initial":   # a seed: every one differs
-                    variant, seeds = seeds_before + seeds, seeds + 1
-                    k = variant
+                    rank = variant = seeds_before + seeds
+                    seeds += 1
                 else:
-                    variant = k and k + swept
-                jobs.append((len(jobs), plan, k, variant))
+                    rank, variant = k, k and k + swept
+                jobs.append((len(jobs), plan, rank, variant))
             if plan.base is not None and plan.kind != "initial":
                 swept += samples - 1
 
