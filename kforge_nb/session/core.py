@@ -424,12 +424,15 @@ class Session:
         self._save_state()
 
     def _judge_again(self, attempt: Attempt, round_: int) -> Result:
-        options = self.options
-        kept = attempt.generation.kept_ops if attempt.generation else []
-        if kept:
-            options = with_allowed(options, kept)
         folder = self.folder / "confirm" / f"{attempt.id}-{round_}"
-        return self.executor.evaluate(self.problem, attempt.code, self.target, options, folder)
+        return self.executor.evaluate(self.problem, attempt.code, self.target,
+                                      self._options_for(attempt.generation), folder)
+
+    def _options_for(self, generation: Generation | None) -> EvalOptions:
+        """The session's options, with the torch ops the generation kept on purpose allowed."""
+        if generation is not None and generation.kept_ops:
+            return with_allowed(self.options, generation.kept_ops)
+        return self.options
 
     def _functional_plans(self) -> list["Plan"]:
         """No correct candidate yet: fix the last round's failures (one branch each, up to the
@@ -591,11 +594,9 @@ class Session:
     def _evaluate(self, code: str, iteration: int, sample: int, generation: Generation | None,
                   kind: str, recommendation=None, decision=None, parent: str | None = None,
                   applied: Recommendation | None = None) -> Attempt:
-        options = self.options
-        if generation is not None and generation.kept_ops:
-            options = with_allowed(options, generation.kept_ops)
         folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
-        result = self.executor.evaluate(self.problem, code, self.target, options, folder)
+        result = self.executor.evaluate(self.problem, code, self.target,
+                                        self._options_for(generation), folder)
         attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                           decision, parent, applied=applied)
         self._record(attempt)
