@@ -190,6 +190,42 @@ def test_other_targets_are_declined():
     assert generation.code is None and "cpp and triton" in generation.failure
 
 
+# rows walked as lanes: short rows, several row dims, a kept output, a full output, a scan
+ACROSS_ROWS = {
+    "logsumexp_of_pairs": problem("return torch.logsumexp(torch.sigmoid(x + 0.5), dim=-1)",
+                                  "[torch.randn(1000, 2)]"),
+    "softmax_of_fives": problem("return torch.softmax(x * 2.0, dim=-1)", "[torch.randn(300, 5)]"),
+    "argmax_of_sixes": problem("return torch.argmax(x, dim=-1)", "[torch.randn(40, 6)]"),
+    "group_norm": PROBLEMS["group_norm"],
+    "cumsum": PROBLEMS["cumsum"], "layer_norm": PROBLEMS["layer_norm"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACROSS_ROWS))
+def test_rows_walked_as_lanes_stay_correct(name, tmp_path):
+    source = ACROSS_ROWS[name]
+    ref, first = generate(source, "cpp")
+    ref, lanes = generate(source, "cpp", kind="optimise", previous_code=first.code,
+                          instruction='action: {"kind": "rows_as_lanes", "value": true}')
+    assert "LANE_BLOCK" in lanes.code and "LANE_BLOCK" not in first.code
+    result = judge(ref, lanes, "cpp", tmp_path)
+    assert result.state == CORRECT, result.message
+
+
+def test_analyst_vectorises_across_rows_only_when_rows_are_short(tmp_path):
+    def first_rule(source):
+        ref, generation = generate(source, "cpp")
+        result = judge(ref, generation, "cpp", tmp_path / str(len(source)))
+        assert result.state == CORRECT, result.message
+        return BuiltinAnalyst().analyse(AnalysisRequest(
+            ref, "cpp", generation.code, result, profile_summary(result), []))
+    short = first_rule(ACROSS_ROWS["logsumexp_of_pairs"])
+    assert short.title == "vectorise across rows" and "only 2 element(s)" in short.text
+    assert short.action == {"kind": "rows_as_lanes", "value": True}
+    long = first_rule(PROBLEMS["softmax"])       # rows of 300
+    assert long.title != "vectorise across rows"
+
+
 def test_fix_request_writes_the_conservative_version(tmp_path):
     ref, first = generate("layer_norm", "cpp")
     ref, fixed = generate("layer_norm", "cpp", kind="fix", previous_code=first.code)

@@ -93,6 +93,13 @@ REFERENCE = {"exp": torch.exp, "log": torch.log, "log1p": torch.log1p,
              "sin": torch.sin, "cos": torch.cos}
 
 
+def truth(name: str, x: torch.Tensor) -> torch.Tensor:
+    """torch's function in float64, rounded to float32: the float32 kernels were seen to differ
+    once in a CI process (cos off by 1.5e-4 on half the inputs, never reproduced alone), and a
+    double reference measures our error, not the error of whichever float path torch took."""
+    return REFERENCE[name](x.double()).float()
+
+
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_agrees_with_torch(built, name):
     torch.manual_seed(0)
@@ -100,11 +107,11 @@ def test_agrees_with_torch(built, name):
     x = torch.cat([spread, torch.tensor(SPECIAL)])
     if name in ("sin", "cos"):
         x = x[~(x.abs() > 8192) | ~torch.isfinite(x)]      # documented range
-    got, want = run(built, name, x.contiguous()), REFERENCE[name](x)
+    got, want = run(built, name, x.contiguous()), truth(name, x)
     torch.testing.assert_close(got, want, rtol=2e-6, atol=2e-7, equal_nan=True)
     if name in ("tanh", "erf", "log1p", "sin", "sqrt", "expm1"):     # relative accuracy near 0
         tiny = x[(x.abs() < 1e-3) & (x != 0)]
-        torch.testing.assert_close(run(built, name, tiny.contiguous()), REFERENCE[name](tiny),
+        torch.testing.assert_close(run(built, name, tiny.contiguous()), truth(name, tiny),
                                    rtol=1e-5, atol=0.0, equal_nan=True)
 
 

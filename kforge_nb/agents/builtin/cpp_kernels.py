@@ -29,6 +29,7 @@ class CppOptions:
     schedule: str = "static"          # OpenMP schedule of the row loop
     matmul: str = "vendor"            # "vendor": torch's GEMM; "kernel": the C++ tiled GEMM
     reuse_output: bool = True         # park an exp computed in the last pass in the output
+    rows_as_lanes: bool = False       # simd across a block of rows instead of along each row
 
 
 class CppKernel(Passes):
@@ -36,6 +37,7 @@ class CppKernel(Passes):
     written; the loops and passes are in cpp_passes.py."""
 
     def __init__(self, plan: KernelPlan, options: CppOptions):
+        plan = plan.rows_as_lanes() if options.rows_as_lanes else plan
         self.plan, self.o = plan, options
         self.f = Formulas("cpp" if options.vector_math else "std")
         self.lines: list[str] = []

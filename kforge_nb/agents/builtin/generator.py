@@ -100,6 +100,7 @@ def sweep_steps(options) -> list[dict]:
                    *({"accumulate": a} for a in ("float", "double") if a != options.accumulate),
                    {"min_parallel_work": 32768 if options.min_parallel_work >= 1 << 30
                     else 1 << 30},                        # all on one thread, or back
+                   {"rows_as_lanes": not options.rows_as_lanes},
                    {"lane_block": lane * 2}, {"lane_block": max(32, lane // 2)},
                    {"lane_block": lane * 4}, {"lane_block": max(32, lane // 4)}]
     else:

@@ -8,6 +8,7 @@ the final pass alone.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from .ir import Node
@@ -47,6 +48,25 @@ class KernelPlan:
                             group.space[m] == "kept" and avail[m] == p + 1]
                            for p in range(count)]
         return plan
+
+    def rows_as_lanes(self) -> "KernelPlan":
+        """The same kernel with its innermost row dim walked as lanes: a block of rows per
+        task, one accumulator per row, and the simd loop across rows (strided loads). It pays
+        when the reduced extent is too short to fill a vector (a logsumexp over rows of 2),
+        and is the plan itself when there is no such dim or the lanes are taken."""
+        rows = [k for k, r in enumerate(self.regions) if r.role == "row"]
+        if not rows or not self.reduce or self.lane is not None:
+            return self
+        regions = [dataclasses.replace(r) for r in self.regions]
+        regions[rows[-1]].role = "lane"
+        return dataclasses.replace(self, regions=regions)
+
+    def reduced_extent(self) -> int:
+        """Elements per reduction at capture time (1 for a kernel without reductions)."""
+        extent = 1
+        for r in self.reduce:
+            extent *= r.size
+        return extent
 
     # -- lookups the writers share ------------------------------------------------------------
     def space(self, node: Node) -> str | None:
@@ -117,7 +137,8 @@ class KernelPlan:
                  f"arguments)."]
         if self.reduce:
             names = ", ".join(r.size_name for r in self.reduce)
-            lines.append(f"Reduces over {names}: {len(self.passes)} pass(es) over the data, then "
+            lines.append(f"Reduces over {names} ({self.reduced_extent()} elements each): "
+                         f"{len(self.passes)} pass(es) over the data, then "
                          f"{'a final pass writes the output' if self.full_outputs() else 'the results are written per row'}.")
         return lines
 
