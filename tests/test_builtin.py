@@ -226,6 +226,28 @@ def test_analyst_vectorises_across_rows_only_when_rows_are_short(tmp_path):
     assert long.title != "vectorise across rows"
 
 
+def test_wide_vectors_are_asked_for_behind_a_guard_and_stay_correct(tmp_path):
+    """vector_width 512: the pragma sits behind an AVX-512 guard (the file stays valid on any
+    CPU), the candidate is judged correct, and where the CPU has AVX-512 g++ uses zmm."""
+    import subprocess
+    from kforge_nb.agents.builtin.cpp_kernels import host_has_avx512
+    from kforge_nb.runtime.cpp import FLAGS
+    ref, first = generate("softmax", "cpp")
+    ref, wide = generate("softmax", "cpp", kind="optimise", previous_code=first.code,
+                         instruction='action: {"kind": "vector_width", "value": 512}')
+    assert "prefer-vector-width=512" not in first.code
+    assert '#if defined(__GNUC__) && defined(__AVX512F__)\n#pragma GCC target(' \
+        '"prefer-vector-width=512")' in wide.code
+    assert judge(ref, wide, "cpp", tmp_path).state == CORRECT
+    if host_has_avx512():
+        source = wide.code.split('source = r"""')[1].split('"""')[0]
+        (tmp_path / "wide.cpp").write_text(source)
+        flags = [f for f in FLAGS if f not in ("-shared", "-fPIC")]
+        subprocess.run(["g++", *flags, "-S", "wide.cpp", "-o", "wide.s"], cwd=tmp_path,
+                       check=True)
+        assert "zmm" in (tmp_path / "wide.s").read_text()
+
+
 def test_fix_request_writes_the_conservative_version(tmp_path):
     ref, first = generate("layer_norm", "cpp")
     ref, fixed = generate("layer_norm", "cpp", kind="fix", previous_code=first.code)

@@ -11,7 +11,9 @@ state, how one value is written, and the translation unit around the kernels.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 from .cpp_math import helpers_source
 from .cpp_passes import Passes, ctype
@@ -30,6 +32,16 @@ class CppOptions:
     matmul: str = "vendor"            # "vendor": torch's GEMM; "kernel": the C++ tiled GEMM
     reuse_output: bool = True         # park an exp computed in the last pass in the output
     rows_as_lanes: bool = False       # simd across a block of rows instead of along each row
+    vector_width: int = 0             # 512: ask for AVX-512 registers; 0: the compiler's choice
+
+
+@functools.cache
+def host_has_avx512() -> bool:
+    """Whether this machine's CPU has AVX-512 (where `vector_width` 512 can change anything)."""
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
 
 
 class CppKernel(Passes):
@@ -201,7 +213,15 @@ class CppKernel(Passes):
 
 def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> str:
     """The whole C++ translation unit: includes, helpers in use, the kernels."""
-    head = ["#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <omp.h>", ""]
+    head = []
+    if options.vector_width == 512:
+        # GCC tunes recent Intel cores for 256-bit vectors even where AVX-512 exists (the
+        # clock drops under wide vectors); maths-heavy loops can still gain from 512. The
+        # guard keeps the file valid for a compiler or CPU without AVX-512.
+        head += ["#if defined(__GNUC__) && defined(__AVX512F__)",
+                 '#pragma GCC target("prefer-vector-width=512")', "#endif"]
+    head += ["#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <omp.h>",
+             ""]
     needs_lanes = any("LANE_BLOCK" in k for k in kernels)
     if needs_lanes:
         head += ["// Lanes (consecutive elements of a kept innermost dim) each task owns.",
