@@ -55,18 +55,23 @@ def search_run(problem: Problem, strategy: str, args, out: Path) -> Session:
     return session
 
 
-def head_to_head(problem: Problem, bests: dict[str, Attempt], args,
+def kernel_of(attempt: Attempt) -> tuple[str, list[str]]:
+    """A best candidate's code and the torch ops its agent kept on purpose."""
+    return attempt.code, attempt.generation.kept_ops if attempt.generation else []
+
+
+def head_to_head(problem: Problem, kernels: dict[str, tuple[str, list[str]]], args,
                  out: Path) -> dict[str, float]:
-    """Median speedup vs eager of each strategy's best, judged in turn `rounds` times (with
-    the torch ops the builtin agent kept on purpose allowed, as in its session)."""
+    """Median speedup vs eager of each named kernel (code, kept ops), judged in turn
+    `args.rounds` times (with the kept torch ops allowed, as in its session)."""
     target, executor = get_target(args.target), InProcess()
-    speedups: dict[str, list[float]] = {name: [] for name in bests}
-    names = list(bests)
+    speedups: dict[str, list[float]] = {name: [] for name in kernels}
+    names = list(kernels)
     for k in range(args.rounds):
         for name in names[k % len(names):] + names[:k % len(names)]:    # rotate the order
-            kept = bests[name].generation.kept_ops if bests[name].generation else []
+            code, kept = kernels[name]
             options = with_allowed(EvalOptions(trials=1, baselines=("eager",)), kept)
-            result = executor.evaluate(problem, bests[name].code, target, options,
+            result = executor.evaluate(problem, code, target, options,
                                        out / "h2h" / f"{name}-{k}")
             if result.state != "correct":
                 print(f"{problem.name}: {name}'s best is {result.state} when judged again: "
@@ -127,8 +132,8 @@ def main() -> None:
         distinct = {}
         for s, code in codes.items():            # identical kernels are judged once
             distinct.setdefault(code, s)
-        medians = head_to_head(problem, {s: bests[s] for s in distinct.values()}, args,
-                               out / path.stem) if distinct else {}
+        medians = head_to_head(problem, {s: kernel_of(bests[s]) for s in distinct.values()},
+                               args, out / path.stem) if distinct else {}
         row = {"problem": path.stem, "candidates": {s: len(x.history)
                                                      for s, x in sessions.items()}}
         for s in strategies:
