@@ -13,7 +13,7 @@ margin as search_compare.py.
 from __future__ import annotations
 
 import argparse
-import re
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -22,16 +22,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search_compare import head_to_head, verdict  # noqa: E402
 
 from kforge_nb.problem import Problem  # noqa: E402
-
-KEPT = re.compile(r"kept in torch: (\w+) \(")     # the builtin agent's docstring line
+from kforge_nb.session import saved  # noqa: E402
 
 
 def best_kernel(out: Path, problem: str, strategy: str) -> tuple[str, list[str]] | None:
+    """The run's best kernel and the torch ops its generation kept on purpose (recorded in
+    that sample's generation.json), or None when the run left no best."""
     found = sorted((out / problem / strategy).glob("*/best_candidate.py"))
     if not found:
         return None
-    code = found[-1].read_text()
-    return code, sorted(set(KEPT.findall(code)))
+    folder, code = found[-1].parent, found[-1].read_text()
+    for attempt in saved.read(folder).data["history"]:
+        if attempt.get("code") == code:
+            generation = (folder / f"iter-{attempt['iteration']:02d}" /
+                          f"sample-{attempt['sample']}" / "generation.json")
+            if generation.is_file():
+                return code, json.loads(generation.read_text()).get("kept_ops", [])
+    return code, []
 
 
 def main() -> None:

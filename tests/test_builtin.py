@@ -231,7 +231,7 @@ def test_wide_vectors_are_asked_for_behind_a_guard_and_stay_correct(tmp_path):
     CPU), the candidate is judged correct, and where the CPU has AVX-512 g++ uses zmm."""
     import subprocess
     from kforge_nb.agents.builtin.cpp_kernels import host_has_avx512
-    from kforge_nb.runtime.cpp import FLAGS
+    from tests.test_cpp_math import FLAGS          # as candidates are built, without -shared
     ref, first = generate("softmax", "cpp")
     ref, wide = generate("softmax", "cpp", kind="optimise", previous_code=first.code,
                          instruction='action: {"kind": "vector_width", "value": 512}')
@@ -242,8 +242,7 @@ def test_wide_vectors_are_asked_for_behind_a_guard_and_stay_correct(tmp_path):
     if host_has_avx512():
         source = wide.code.split('source = r"""')[1].split('"""')[0]
         (tmp_path / "wide.cpp").write_text(source)
-        flags = [f for f in FLAGS if f not in ("-shared", "-fPIC")]
-        subprocess.run(["g++", *flags, "-S", "wide.cpp", "-o", "wide.s"], cwd=tmp_path,
+        subprocess.run(["g++", *FLAGS, "-S", "wide.cpp", "-o", "wide.s"], cwd=tmp_path,
                        check=True)
         assert "zmm" in (tmp_path / "wide.s").read_text()
 
