@@ -1,7 +1,9 @@
-"""Prove the GPU paths: triton and cuda verdicts on a real GPU, and triton evaluation latency.
+"""Prove the GPU paths: triton and cuda verdicts on a real GPU, Nsight Compute's counters in
+the analyst's summary, and evaluation latency with and without them.
 
 Run on a CUDA machine from the repo root:  PYTHONPATH=. python3 benchmarks/gpu_check.py [--json F]
-Prints one table of verdicts and one of latencies (median of 5).
+Prints one table of verdicts, the counters of the correct ones, and a table of latencies
+(median of 5).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("KFORGE_CACHE", tempfile.mkdtemp(prefix="kforge-cache-"))
 
+from kforge_nb.agents.feedback import profile_summary, summary_text  # noqa: E402
 from kforge_nb.evaluator import EvalOptions, evaluate  # noqa: E402
 from kforge_nb.problem import Problem  # noqa: E402
 
@@ -95,12 +98,23 @@ def verdicts(problem: Problem, out: Path) -> list[dict]:
                      "kernels": sorted({e["name"][:40] for e in
                                         r.profile.get("candidate_events", [])})[:3],
                      "message": r.message[:200], "note": t.note, "sandbox": r.sandbox,
-                     "resources": r.resources, "elapsed_s": r.elapsed_s})
+                     "resources": r.resources, "elapsed_s": r.elapsed_s,
+                     "ncu": counters(r)})
     return rows
 
 
-def latency(problem: Problem, out: Path, target: str, code: str, n: int = 5) -> dict:
-    options = EvalOptions(baselines=("eager",), out_dir=out)
+def counters(r) -> dict:
+    """What Nsight Compute added to the analyst's summary, and the seconds it took."""
+    if r.state != "correct":
+        return {}
+    lines = summary_text(profile_summary(r)).splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("Nsight")), len(lines))
+    return {"lines": lines[at:], "seconds": r.resources.get("seconds", {}).get("nsight")}
+
+
+def latency(problem: Problem, out: Path, target: str, code: str, n: int = 5,
+            ncu: bool = True) -> dict:
+    options = EvalOptions(baselines=("eager",), out_dir=out, ncu=ncu)
     cold, warm = [], []
     for i in range(n):
         unique = code + f"\n# cold build {time.time_ns()} {i}\n"
@@ -110,7 +124,8 @@ def latency(problem: Problem, out: Path, target: str, code: str, n: int = 5) -> 
         t = time.perf_counter()
         assert evaluate(problem, unique, target, options).state == "correct"
         warm.append(time.perf_counter() - t)
-    return {"target": target, "cold_s": statistics.median(cold), "warm_s": statistics.median(warm)}
+    return {"target": target + ("" if ncu else " --no-ncu"), "cold_s": statistics.median(cold),
+            "warm_s": statistics.median(warm)}
 
 
 def main() -> None:
@@ -140,13 +155,21 @@ def main() -> None:
         elif r["state"] != "correct" or r["note"]:
             print(f"    {(r['note'] or r['message'])[:160]}")
     print(f"sandbox on this host: {rows[0]['sandbox']}")
+    print("\nNsight Compute in the analyst's summary (correct candidates):")
+    for r in rows:
+        if r["ncu"]:
+            took = r["ncu"]["seconds"]
+            print(f"  {r['case']}: " + (f"{took:.1f} s" if took is not None else "not run"))
+            print("\n".join(f"    {line}" for line in r["ncu"]["lines"]) or "    (no lines)")
     print(f"(verdict table took {first:.1f} s including the reference and torch.compile baselines)")
     small = Problem.from_file(EXAMPLES / "softmax.py")
-    lat = [latency(small, out, "triton", TRITON), latency(small, out, "cuda", CUDA)]
-    print(f"\n{'target':8} {'cold s':>8} {'warm s':>8}   (median of 5; cold = new source, "
+    lat = [latency(small, out, "triton", TRITON), latency(small, out, "cuda", CUDA),
+           latency(small, out, "triton", TRITON, ncu=False),
+           latency(small, out, "cuda", CUDA, ncu=False)]
+    print(f"\n{'target':16} {'cold s':>8} {'warm s':>8}   (median of 5; cold = new source, "
           "warm = same source again)")
     for row in lat:
-        print(f"{row['target']:8} {row['cold_s']:8.2f} {row['warm_s']:8.2f}")
+        print(f"{row['target']:16} {row['cold_s']:8.2f} {row['warm_s']:8.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"verdicts": rows, "latency": lat}, indent=2,
                                               default=str))

@@ -217,6 +217,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="FILE"),
     Option("--objective", "rank correct candidates by this key of your --measure hook: NAME, "
            "NAME:max (the default) or NAME:min", JUDGING, metavar="NAME"),
+    Option("--no-ncu", "skip Nsight Compute's hardware counters of correct candidates (read "
+           "where ncu is on the PATH and the GPU lets it; each profile adds seconds)", JUDGING,
+           action="store_true"),
     Option("--no-sandbox", "run candidates with your environment, network and files (the verdict "
            "says so): for kernels that need something the sandbox denies", JUDGING,
            action="store_true"),

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from kforge_nb.agents import AgentConfig, make_agents
-from kforge_nb.agents.feedback import ncu_command, parse_ncu_csv, profile_summary, summary_text
+from kforge_nb.agents.feedback import profile_summary, summary_text
 from kforge_nb.agents.pictures import Picture, pictures, user_content
 from kforge_nb.options import BENCH, MODEL, RUN, add_options
 from kforge_nb.providers.recording import ReplayProvider, request_digest
-from kforge_nb.result import Result, Roofline, Timing
+from kforge_nb.result import Result
 from kforge_nb.session import Budget, Session
 from kforge_nb.session.config import agents_from_args
+from tests.support.evaluator import profiled_result
 from tests.support.fake_anthropic import input_tokens
 from tests.test_session_anthropic import (FASTER, GOOD, PROBLEM, RECOMMENDATION,  # noqa: F401
                                           answer, api, options, run_session)
@@ -43,20 +44,6 @@ def images_of(body: dict) -> list[bytes]:
     assert all(b["source"]["type"] == "base64" and b["source"]["media_type"] == "image/png"
                for b in blocks)
     return [base64.b64decode(b["source"]["data"], validate=True) for b in blocks]
-
-
-def profiled_result(flops: int = 6_400_000) -> Result:
-    """A verdict as the evaluator gives one, with a profile and a roofline (values made up)."""
-    events = [{"name": f"cpu::kernel_{i % 3}", "start_us": 10.0 * i, "duration_us": 4.0 + i % 5}
-              for i in range(40)]
-    return Result("correct", "ok", "cpp",
-                  timing=Timing(real=True, device="CPU (2 cores, 2 threads)", candidate_ms=0.2,
-                                eager_ms=0.3, speedup_vs_eager=1.5),
-                  roofline=Roofline(flops=flops, min_bytes=512_000, device="CPU (2 cores)",
-                                    peak_flops=7.7e10, peak_bandwidth=1.27e11, bound="memory"),
-                  profile={"candidate_events": events,
-                           "reference_events": [{"name": "aten::softmax", "start_us": 0.0,
-                                                 "duration_us": 300.0}]})
 
 
 # --- the pictures themselves -----------------------------------------------------------------
@@ -204,34 +191,3 @@ def test_the_openai_provider_sends_images_as_image_url_parts(monkeypatch):
     prefix, data = image["image_url"]["url"].split(",", 1)
     assert prefix == "data:image/png;base64" and base64.b64decode(data) == timeline.png
     assert server.requests[1]["messages"][1]["content"] == "look"     # text stays a string
-
-
-# --- Nsight Compute's metrics, where ncu is on the PATH ---------------------------------------
-
-NCU_CSV = '''==PROF== Connected to process 4242 (/usr/bin/python3.11)
-==PROF== Profiling "softmax_kernel" - 0: 0%....50%....100% - 9 passes
-==PROF== Disconnected from process 4242
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__throughput.avg.pct_of_peak_sustained_elapsed","launch__registers_per_thread","sm__throughput.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active"
-"","","","","","","","","","","","%","register/thread","%","%"
-"0","4242","python3.11","127.0.0.1","softmax_kernel","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","78.41","32","12.06","45.87"
-"1","4242","python3.11","127.0.0.1","fill_kernel","1","7","(128, 1, 1)","(1,024, 1, 1)","0","9.0","n/a","16","3.5","10.2"
-'''
-
-
-def test_ncu_metrics_join_the_text_summary(monkeypatch):
-    kernels = parse_ncu_csv(NCU_CSV)
-    assert [k["name"] for k in kernels] == ["softmax_kernel", "fill_kernel"]
-    assert kernels[0]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] == 78.41
-    assert kernels[1]["dram__throughput.avg.pct_of_peak_sustained_elapsed"] is None
-    result = profiled_result()
-    assert "Nsight" not in summary_text(profile_summary(result))
-    result.profile["ncu_csv"] = NCU_CSV
-    text = summary_text(profile_summary(result))
-    assert "  - softmax_kernel: compute 12% of peak, DRAM 78% of peak, occupancy 46%, " \
-           "32 registers/thread" in text
-    assert "  - fill_kernel: compute 4% of peak, occupancy 10%, 16 registers/thread" in text
-    monkeypatch.setattr("shutil.which", lambda name: None)
-    assert ncu_command("cuda") is None
-    monkeypatch.setattr("shutil.which", lambda name: f"/usr/local/cuda/bin/{name}")
-    assert ncu_command("cpp") is None
-    assert ncu_command("cuda")[:5] == ["ncu", "--csv", "--page", "raw", "--metrics"]

@@ -5,11 +5,11 @@ time shares, launches per call, achieved bandwidth and FLOP rate against the dev
 """
 from __future__ import annotations
 
-import csv
 import re
-import shutil
+import statistics
 from collections import defaultdict
 
+from ..evaluator.nsight import METRICS as NCU_METRICS, parse_csv as parse_ncu_csv
 from ..result import CORRECT, Result, measures_line
 
 PROFILED_CALLS = 1   # the evaluator profiles one call (on inputs no memo has seen)
@@ -97,9 +97,24 @@ def profile_summary(result: Result) -> dict:
         "peak_bandwidth": r.peak_bandwidth,
         "achieved_flops": r.flops / (ms * 1e-3) if (r.flops and ms) else None,
         "peak_flops": r.peak_flops,
-        **({"ncu": parse_ncu_csv(result.profile["ncu_csv"])}
+        **({"ncu": kernels_by_name(parse_ncu_csv(result.profile["ncu_csv"]))}
            if (result.profile or {}).get("ncu_csv") else {}),
+        **({"ncu_error": result.profile["ncu_error"]}
+           if (result.profile or {}).get("ncu_error") else {}),
     }
+
+
+def kernels_by_name(kernels: list[dict]) -> list[dict]:
+    """ncu's rows (one per launch) as one per kernel: its launches and mean metrics."""
+    named: dict[str, list[dict]] = defaultdict(list)
+    for k in kernels:
+        named[k["name"]].append(k)
+    merged = []
+    for name, launches in named.items():
+        means = {m: statistics.fmean(values) for m in NCU_METRICS
+                 if (values := [k[m] for k in launches if k.get(m) is not None])}
+        merged.append({"name": name, "launches": len(launches), **means})
+    return merged
 
 
 def summary_text(s: dict) -> str:
@@ -124,51 +139,12 @@ def summary_text(s: dict) -> str:
         lines += [f"  - {k['name']} {k['share']:.0%}" for k in s["top_kernels"]]
     if s.get("ncu"):
         lines.append("Nsight Compute, per kernel:")
-        lines += [f"  - {k['name']}: " + ", ".join(
+        lines += [f"  - {k['name']}" + (f" ({k['launches']} launches)" if k["launches"] > 1
+                                        else "") + ": " + ", ".join(
             shown.format(k[metric]) for metric, shown in NCU_METRICS.items()
             if k.get(metric) is not None) for k in s["ncu"]]
+    elif s.get("ncu_error"):
+        lines.append(f"Nsight Compute: no counters ({s['ncu_error']})")
     return "\n".join(lines)
 
 
-# Nsight Compute metrics the analyst is told, where `ncu` profiled the candidate: the profile's
-# "ncu_csv" holds the output of `ncu_command(...) python ...` (a CUDA GPU with ncu on the PATH).
-# Shares and counts only: the time is the profiler's, above.
-NCU_METRICS = {
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "compute {:.0f}% of peak",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM {:.0f}% of peak",
-    "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy {:.0f}%",
-    "launch__registers_per_thread": "{:.0f} registers/thread",
-}
-
-
-def ncu_command(target: str) -> list[str] | None:
-    """The `ncu` prefix for the command that runs a candidate, or None: not a CUDA target, or
-    no ncu on the PATH."""
-    if target not in ("cuda", "triton") or not shutil.which("ncu"):
-        return None
-    return ["ncu", "--csv", "--page", "raw", "--metrics", ",".join(NCU_METRICS)]
-
-
-def parse_ncu_csv(text: str) -> list[dict]:
-    """`ncu --csv --page raw` output: a header row ("ID", ..., "Kernel Name", metrics), a row
-    of units, a row per profiled kernel; the program's own output and ncu's ==PROF== lines may
-    come first. [{"name", metric: value}] with each metric of NCU_METRICS found."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
-    if start is None:
-        return []
-    header, *rows = csv.reader(lines[start:])
-    kernels = []
-    for row in rows[1:]:                        # rows[0] holds the units
-        cells = dict(zip(header, row))
-        if len(row) == len(header):
-            kernels.append({"name": cells.get("Kernel Name", "?"),
-                            **{m: ncu_number(cells[m]) for m in NCU_METRICS if m in cells}})
-    return kernels
-
-
-def ncu_number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))     # ncu groups thousands: "5,344"
-    except ValueError:
-        return None                             # "n/a"

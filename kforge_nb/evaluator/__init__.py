@@ -44,13 +44,15 @@ from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, RUNTIME_ERRO
 from ..runtime.native import cache_dir
 from ..targets import Target, get_target
 from ..guardrails import Guardrails
-from . import sandbox
+from . import nsight, sandbox
 from .device_lock import cpu_work, timing_lock
 from .process import Worker, WorkerFailure, default_memory_limit
 from ..pyparse import parse_ast
 
 SUSPICIOUS_SPEEDUP = 10.0
 HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
+NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
+NSIGHT_TIMEOUT_S = 150.0
 
 
 @dataclass
@@ -68,6 +70,10 @@ class EvalOptions:
     timing_budget_s: float = 1.0    # for the interleaved timing rounds, both sides together
     timing_rounds: int = 7
     sandbox: bool = True            # --no-sandbox turns it off (and every verdict says so)
+    ncu: bool = True                # Nsight Compute's counters where ncu can profile (nsight.py)
+    # ...only for a candidate at least this much faster than eager: they cost ~13 s each (H100),
+    # so a session asks for them where the analyst may read them next (faster than the parent)
+    ncu_over: float | None = None
     # --measure FILE.py: the hook's source (read in the parent, run only in the workers) and
     # its file; --objective NAME[:min|max], which the session ranks by (kforge_nb/measures.py)
     measure_hook: str = ""
@@ -392,6 +398,7 @@ class Evaluation:
         self.lap("timing")
         self.profile(result)
         self.lap("profile")
+        self.read_counters(result)
 
     def calibrate(self, rounds: int, with_policy: bool = False) -> tuple[int, ...]:
         """Calls per block on each side (reference, candidate[, reference under the policy]),
@@ -574,6 +581,22 @@ class Evaluation:
         reference = self.ask_judge("profile", str(ref_trace))["events"]
         result.profile = {"candidate_events": events, "reference_events": reference,
                           "trace": str(trace), "reference_trace": str(ref_trace)}
+
+    def read_counters(self, result: Result) -> None:
+        """Nsight Compute's counters for one forward, where ncu can read them and the options
+        ask (never a verdict: a failure is a note in the profile)."""
+        prefix = nsight.command(self.target.name) if self.options.ncu else None
+        over, speedup = self.options.ncu_over, result.timing.speedup_vs_eager
+        if not prefix or not self.device.startswith("cuda") or (
+                over is not None and (speedup is None or speedup < over)):
+            return
+        trial = {"seed": self.options.seed + NSIGHT_SEED, "distribution": "given"}
+        self.worker.extend(NSIGHT_TIMEOUT_S + 30)
+        self.worker.send(("nsight", prefix, str(self.exchange / "weights.pt"), trial,
+                          NSIGHT_TIMEOUT_S))
+        reply = self.received(self.worker.recv())
+        result.profile.update({k: reply[k] for k in ("ncu_csv", "ncu_error") if k in reply})
+        self.lap("nsight")
 
     def run_hook(self, result: Result) -> None:
         """The user's measure(model, inputs) on each side, inputs drawn as a trial's are. What

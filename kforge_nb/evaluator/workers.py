@@ -17,12 +17,13 @@ import math
 import os
 import statistics
 import traceback
+from pathlib import Path
 
 import torch
 import torch._dynamo  # noqa: F401  (the profiler and torch.compile import it: ~1 s, paid once
 #                     in the fork server; it also rewraps torch.manual_seed, before any snapshot)
 
-from . import audit, correctness, harness, integrity, policy, transfer
+from . import audit, correctness, harness, integrity, nsight, policy, transfer
 from ..result import Correctness
 
 
@@ -404,6 +405,14 @@ class Candidate:
 
     def profile(self, trace: str) -> dict:
         return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
+
+    def nsight(self, prefix: list[str], weights: str, trial: dict, timeout_s: float) -> dict:
+        """Nsight Compute's counters of one forward, from a child of this worker (nsight.py)."""
+        job = {key: self.job[key] for key in ("source", "filename", "problem_source",
+                                              "problem_label", "device", "init_seed",
+                                              "precision", "env")}
+        return nsight.profile(prefix, {**job, "weights": weights, "trial": trial},
+                              Path(self.job["filename"]).parent, timeout_s)
 
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         # outside the audit: the hook may call the model and synchronise as it likes

@@ -91,4 +91,5 @@ def eval_options(args):
         baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
         shape_check=not args.no_shape_check,
         sandbox=not getattr(args, "no_sandbox", False),
+        ncu=not getattr(args, "no_ncu", False),
         **eval_fields(getattr(args, "measure", None), getattr(args, "objective", None)))

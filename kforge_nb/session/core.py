@@ -15,6 +15,7 @@ Its state is saved in the run folder as it goes (see saved.py): an interrupted r
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 import threading
@@ -425,14 +426,21 @@ class Session:
 
     def _judge_again(self, attempt: Attempt, round_: int) -> Result:
         folder = self.folder / "confirm" / f"{attempt.id}-{round_}"
-        return self.executor.evaluate(self.problem, attempt.code, self.target,
-                                      self._options_for(attempt.generation), folder)
+        options = dataclasses.replace(self._options_for(attempt.generation), ncu=False)
+        return self.executor.evaluate(self.problem, attempt.code, self.target, options, folder)
 
-    def _options_for(self, generation: Generation | None) -> EvalOptions:
-        """The session's options, with the torch ops the generation kept on purpose allowed."""
+    def _options_for(self, generation: Generation | None, parent: str | None = None
+                     ) -> EvalOptions:
+        """The session's options, with the torch ops the generation kept on purpose allowed,
+        and Nsight Compute's counters asked for only if the candidate beats its parent (the
+        analyst reads a lineage's best; the counters cost seconds per candidate)."""
+        options = self.options
         if generation is not None and generation.kept_ops:
-            return with_allowed(self.options, generation.kept_ops)
-        return self.options
+            options = with_allowed(options, generation.kept_ops)
+        base = self.tree().by_id.get(parent) if parent else None
+        if base is not None and base.result.state == CORRECT:
+            options = dataclasses.replace(options, ncu_over=base.result.timing.speedup_vs_eager)
+        return options
 
     def _functional_plans(self) -> list["Plan"]:
         """No correct candidate yet: fix the last round's failures (one branch each, up to the
@@ -596,7 +604,7 @@ class Session:
                   applied: Recommendation | None = None) -> Attempt:
         folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
         result = self.executor.evaluate(self.problem, code, self.target,
-                                        self._options_for(generation), folder)
+                                        self._options_for(generation, parent), folder)
         attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                           decision, parent, applied=applied)
         self._record(attempt)
@@ -777,7 +785,6 @@ def _read_events(path: Path) -> list[Event]:
 
 def with_allowed(options: EvalOptions, ops: list[str]) -> EvalOptions:
     """The options with these torch ops allowed (those the builtin agent keeps on purpose)."""
-    import dataclasses
     rails = dataclasses.replace(options.guardrails,
                                 allow=[*options.guardrails.allow, *ops])
     return dataclasses.replace(options, guardrails=rails)
