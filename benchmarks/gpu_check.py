@@ -86,7 +86,7 @@ CASES = [
 def verdicts(problem: Problem, out: Path) -> list[dict]:
     rows = []
     for label, target, code, expected in CASES:
-        options = EvalOptions(out_dir=out, timeout_s=300)
+        options = EvalOptions(out_dir=out, timeout_s=300, ncu=True)
         r = evaluate(problem, code, target, options)
         t = r.timing
         rows.append({"case": label, "expected": expected, "state": r.state,

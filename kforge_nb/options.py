@@ -150,6 +150,9 @@ OPTIONS: tuple[Option, ...] = (
            "generate.iter3.j2, analyse.j2, ...)", AGENT, metavar="DIR", trait=True),
     Option("--no-images", "send the analysis agent the profile as text only, without its "
            "pictures (kernel timeline, roofline)", AGENT, action="store_true"),
+    Option("--no-ncu", "send the analysis agent no Nsight Compute counters (read where ncu is "
+           "on the PATH, for candidates faster than their parent; ~13 s each on an H100)",
+           AGENT, action="store_true"),
     Option("--wall-time", "stop after this many seconds", AGENT, type=positive(float)),
     Option("--max-tokens", "stop once this many tokens are used", AGENT, type=positive(int)),
     Option("--max-cost", "stop once this many USD are spent", AGENT, type=positive(float)),
@@ -217,9 +220,6 @@ OPTIONS: tuple[Option, ...] = (
            metavar="FILE"),
     Option("--objective", "rank correct candidates by this key of your --measure hook: NAME, "
            "NAME:max (the default) or NAME:min", JUDGING, metavar="NAME"),
-    Option("--no-ncu", "skip Nsight Compute's hardware counters of correct candidates (read "
-           "where ncu is on the PATH and the GPU lets it; each profile adds seconds)", JUDGING,
-           action="store_true"),
     Option("--no-sandbox", "run candidates with your environment, network and files (the verdict "
            "says so): for kernels that need something the sandbox denies", JUDGING,
            action="store_true"),

@@ -16,6 +16,9 @@ from kforge_nb.executors import InProcess
 from kforge_nb.problem import Problem
 from kforge_nb.session import Budget, Session
 from tests.support.evaluator import EXAMPLES, profiled_result
+from tests.test_session_anthropic import FASTER, GOOD, RECOMMENDATION, answer, api  # noqa: F401
+
+PROBLEM_SOFTMAX = Problem.from_file(EXAMPLES / "softmax.py")
 
 NCU_CSV = '''==PROF== Connected to process 4242 (/usr/bin/python3.11)
 ==PROF== Profiling "softmax_kernel" - 0: 0%....50%....100% - 9 passes
@@ -133,26 +136,40 @@ class Judged(InProcess):
         return super().evaluate(problem, code, target, options, folder)
 
 
-def test_a_session_asks_counters_only_of_candidates_that_beat_their_parent(options, tmp_path):
-    # the counters cost ~13 s a candidate on an H100: the analyst reads a lineage's best, so
-    # a child needs them only if it beats its parent; the final judging never does
+def judged_with(tmp_path, agents: AgentConfig, options) -> tuple[Session, dict]:
     executor = Judged()
-    session = Session(Problem.from_file(EXAMPLES / "softmax.py"), "cpp",
-                      AgentConfig(provider="builtin"),
+    session = Session(PROBLEM_SOFTMAX, "cpp", agents,
                       Budget(iterations=2, samples=1, confirm=2, patience=None),
                       options(), out=tmp_path, executor=executor)
     session.run()
-    by_id = {a.id: a for a in session.history}
-    children = [a for a in session.history if a.parent]
-    assert children and all(a.result.state == "correct" for a in session.history)
-    for attempt in session.history:
-        judged = executor.options[str(session.folder / f"iter-{attempt.iteration:02d}" /
-                                      f"sample-{attempt.sample}")]
-        parent = by_id.get(attempt.parent)
-        assert judged.ncu and judged.ncu_over == (
-            parent.result.timing.speedup_vs_eager if parent else None)
+    assert len(session.history) == 2 and session.history[1].parent == session.history[0].id
+    assert all(a.result.state == "correct" for a in session.history)
+    by_attempt = {a.id: executor.options[str(session.folder / f"iter-{a.iteration:02d}" /
+                                             f"sample-{a.sample}")] for a in session.history}
     finals = [o for folder, o in executor.options.items() if "/confirm/" in folder]
-    assert finals and not any(o.ncu for o in finals)
+    assert finals and not any(o.ncu for o in finals)          # the final judging: never
+    return session, by_attempt
+
+
+def test_a_session_asks_counters_only_of_candidates_that_beat_their_parent(
+        api, options, tmp_path):  # noqa: F811
+    # they cost ~13 s a candidate on an H100 and the analyst reads a lineage's best: the
+    # first candidate always, a child only if it is at least as fast as its parent
+    api([answer(GOOD), RECOMMENDATION, answer(FASTER)])
+    session, judged = judged_with(tmp_path, AgentConfig(provider="anthropic"), options)
+    first, child = session.history
+    assert judged[first.id].ncu and judged[first.id].ncu_over is None
+    assert judged[child.id].ncu and \
+        judged[child.id].ncu_over == first.result.timing.speedup_vs_eager
+
+
+def test_no_counters_for_the_builtin_analyst_or_under_no_ncu(api, options, tmp_path):  # noqa: F811
+    _, judged = judged_with(tmp_path / "builtin", AgentConfig(provider="builtin"), options)
+    assert not any(o.ncu for o in judged.values())             # its rules never read them
+    api([answer(GOOD), RECOMMENDATION, answer(FASTER)])
+    _, judged = judged_with(tmp_path / "off", AgentConfig(provider="anthropic", ncu=False),
+                            options)
+    assert not any(o.ncu for o in judged.values())
 
 
 # --- on a CUDA GPU with ncu -------------------------------------------------------------------
@@ -164,9 +181,8 @@ UNREADABLE = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded")    # a host that hides the
 @pytest.mark.skipif(not torch.cuda.is_available() or not shutil.which("ncu"),
                     reason="needs a CUDA GPU and ncu on the PATH")
 def test_a_triton_candidate_gets_its_counters_in_the_sandbox(options):
-    softmax = Problem.from_file(EXAMPLES / "softmax.py")
-    triton_softmax = (EXAMPLES / "triton_softmax.py").read_text()
-    result = evaluate(softmax, triton_softmax, "triton", options())
+    softmax, triton_softmax = PROBLEM_SOFTMAX, (EXAMPLES / "triton_softmax.py").read_text()
+    result = evaluate(softmax, triton_softmax, "triton", options(ncu=True))
     assert result.state == "correct" and result.sandbox.get("enabled")
     error = result.profile.get("ncu_error", "")
     if any(word in error for word in UNREADABLE):
@@ -175,8 +191,7 @@ def test_a_triton_candidate_gets_its_counters_in_the_sandbox(options):
     assert kernels and all("softmax" in k["name"] for k in kernels), kernels
     text = summary_text(profile_summary(result))
     assert "Nsight Compute, per kernel:" in text and "registers/thread" in text
-    assert "ncu_csv" not in evaluate(softmax, triton_softmax, "triton",
-                                     options(ncu=False)).profile
+    assert "ncu_csv" not in evaluate(softmax, triton_softmax, "triton", options()).profile
     # a session's child slower than its parent: no counters (the analyst won't read it next)
-    beaten = evaluate(softmax, triton_softmax, "triton", options(ncu_over=1e6))
+    beaten = evaluate(softmax, triton_softmax, "triton", options(ncu=True, ncu_over=1e6))
     assert beaten.state == "correct" and "ncu_csv" not in beaten.profile

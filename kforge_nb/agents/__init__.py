@@ -27,6 +27,8 @@ class AgentConfig:
     knowledge_dirs: list[str] = field(default_factory=list)   # --knowledge: folders of notes
     images: bool = True                      # pictures of the profile for an analyst whose
     #                                          provider accepts them (--no-images: text only)
+    ncu: bool = True                         # Nsight Compute's counters in its summary, where
+    #                                          ncu can read them (--no-ncu: none)
     analyst: object | None = None            # an AnalysisAgent of your own (a script, a rule
     #                                          set): replaces the provider's analysis role
 

@@ -103,4 +103,8 @@ class GenerationAgent(Protocol):
 
 
 class AnalysisAgent(Protocol):
+    # whether it reads Nsight Compute's counters in the profile summary (a session asks the
+    # evaluator for them, at a cost, only for an analyst that does; absent means it does)
+    reads_counters: bool
+
     def analyse(self, request: AnalysisRequest) -> Recommendation: ...

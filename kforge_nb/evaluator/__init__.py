@@ -70,9 +70,11 @@ class EvalOptions:
     timing_budget_s: float = 1.0    # for the interleaved timing rounds, both sides together
     timing_rounds: int = 7
     sandbox: bool = True            # --no-sandbox turns it off (and every verdict says so)
-    ncu: bool = True                # Nsight Compute's counters where ncu can profile (nsight.py)
-    # ...only for a candidate at least this much faster than eager: they cost ~13 s each (H100),
-    # so a session asks for them where the analyst may read them next (faster than the parent)
+    # Nsight Compute's counters of a correct candidate, where ncu can profile (nsight.py). They
+    # cost ~13 s a candidate on an H100 and only an analyst reads them, so a session asks for
+    # them, and only for a candidate at least `ncu_over` times faster than eager (its parent's
+    # speedup: the analyst reads a lineage's best)
+    ncu: bool = False
     ncu_over: float | None = None
     # --measure FILE.py: the hook's source (read in the parent, run only in the workers) and
     # its file; --objective NAME[:min|max], which the session ranks by (kforge_nb/measures.py)

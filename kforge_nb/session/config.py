@@ -44,7 +44,7 @@ def agents_from_args(args):
                        analysis_provider=args.analysis_provider,
                        analysis_model=args.analysis_model, record=getattr(args, "record", None),
                        replay=getattr(args, "replay", None), prompts_dir=args.prompts,
-                       hint=args.hint, images=not args.no_images,
+                       hint=args.hint, images=not args.no_images, ncu=not args.no_ncu,
                        knowledge_dirs=check_folders(getattr(args, "knowledge", None)))
 
 
@@ -91,5 +91,4 @@ def eval_options(args):
         baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
         shape_check=not args.no_shape_check,
         sandbox=not getattr(args, "no_sandbox", False),
-        ncu=not getattr(args, "no_ncu", False),
         **eval_fields(getattr(args, "measure", None), getattr(args, "objective", None)))

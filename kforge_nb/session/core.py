@@ -432,14 +432,17 @@ class Session:
     def _options_for(self, generation: Generation | None, parent: str | None = None
                      ) -> EvalOptions:
         """The session's options, with the torch ops the generation kept on purpose allowed,
-        and Nsight Compute's counters asked for only if the candidate beats its parent (the
-        analyst reads a lineage's best; the counters cost seconds per candidate)."""
+        and Nsight Compute's counters asked for where the analyst reads them, only if the
+        candidate beats its parent (the analyst reads a lineage's best; they cost seconds)."""
         options = self.options
         if generation is not None and generation.kept_ops:
             options = with_allowed(options, generation.kept_ops)
-        base = self.tree().by_id.get(parent) if parent else None
-        if base is not None and base.result.state == CORRECT:
-            options = dataclasses.replace(options, ncu_over=base.result.timing.speedup_vs_eager)
+        if self.agents_config.ncu and self.analyst is not None and \
+                getattr(self.analyst, "reads_counters", True):
+            base = self.tree().by_id.get(parent) if parent else None
+            over = base.result.timing.speedup_vs_eager \
+                if base is not None and base.result.state == CORRECT else None
+            options = dataclasses.replace(options, ncu=True, ncu_over=over)
         return options
 
     def _functional_plans(self) -> list["Plan"]:

@@ -263,6 +263,8 @@ def with_objective(recommendation: Recommendation, objective: str) -> Recommenda
 class BuiltinAnalyst:
     """Rule-based analysis agent: one recommendation, never one already given."""
 
+    reads_counters = False       # its rules read the verdict and the plan, not ncu's counters
+
     def analyse(self, request: AnalysisRequest) -> Recommendation:
         return with_objective(self.choose(request), request.objective)
 
