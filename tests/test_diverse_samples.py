@@ -88,3 +88,34 @@ def test_the_knob_sweep_skips_knobs_that_do_not_change_the_kernel():
     first = "vector_width 512" if host_has_avx512() else "schedule dynamic"   # AVX-512: wide first
     assert first in made[1].variation
     assert any("schedule dynamic" in g.variation for g in made)
+
+
+def test_the_sweep_never_undoes_the_change_its_branch_tries():
+    """An optimise sample told to recompute instead of re-reading the output (reuse_output
+    off) varies other knobs: reuse_output on again would be its parent's kernel."""
+    from kforge_nb.agents.base import GenerationRequest
+    from kforge_nb.agents.builtin.generator import BuiltinGenerator
+    generator = BuiltinGenerator()
+    parent = generator.generate(GenerationRequest(problem=PROBLEM, target="cpp",
+                                                  kind="initial")).code
+    told = 'action: {"kind": "reuse_output", "value": false}'
+    made = [generator.generate(GenerationRequest(
+        problem=PROBLEM, target="cpp", kind="optimise", previous_code=parent, instruction=told,
+        variant=k)) for k in range(1, 7)]
+    assert all(g.code and '"reuse_output": false' in g.code for g in made)
+    assert all("reuse_output" not in g.variation for g in made)
+    assert kernel_text(parent) not in {kernel_text(g.code) for g in made}
+
+
+def test_the_sweep_goes_on_from_the_earlier_rounds(tmp_path):
+    """Greedy, 3 samples: each optimisation round's two extra samples try the next knobs of
+    the sweep (variants 1-2, then 3-4), not its first two again."""
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="builtin"),
+                      Budget(iterations=3, samples=3, patience=None, confirm=0),
+                      options(tmp_path), out=tmp_path)
+    session.run()
+    varied = {}
+    for e in session.events:
+        if e.kind == "candidate_generated" and e.iteration > 0 and e.data["variation"]:
+            varied.setdefault(e.iteration, set()).add(e.data["variation"].split(" varies")[0])
+    assert varied == {1: {"sample 1", "sample 2"}, 2: {"sample 3", "sample 4"}}, varied

@@ -506,15 +506,25 @@ class Session:
             return "every branch is pruned or finished: nothing left to expand"
         return "nothing left to expand"
 
+    def _swept_before(self) -> int:
+        """How many extra samples (beside each branch's first) the earlier rounds that
+        expanded a candidate asked for: where this round's knob sweep goes on from."""
+        parents: dict[int, list[str]] = {}
+        for a in self.history:
+            if a.kind in ("optimise", "fix") and a.parent:
+                parents.setdefault(a.iteration, []).append(a.parent)
+        return sum(len(ids) - len(set(ids)) for ids in parents.values())
+
     def _round(self, iteration: int, plans: list["Plan"], functional: bool = False) -> int:
         """Ask for each plan's samples and judge them, all concurrently; how many could be
         asked for."""
         samples = max(1, self.budget.samples)
         seeds_before = 0 if functional else sum(a.kind == "initial" for a in self.history)
         # A sample's variant says what it tries beside its branch's instruction; the variants
-        # are numbered across the round, so the branches' extra samples (a builtin knob sweep)
-        # try different things too. Plan.variation reads the sample's rank in its branch.
-        jobs, seeds, swept = [], 0, 0
+        # are numbered across the round, and on from the earlier rounds', so the extra samples
+        # (a builtin knob sweep) try other knobs on each branch and in each round, not the
+        # sweep's first steps again. Plan.variation reads the sample's rank in its branch.
+        jobs, seeds, swept = [], 0, self._swept_before()
         for plan in plans:
             for k in range(samples):
                 if plan.base is None or plan.kind == "initial":   # a seed: every one differs

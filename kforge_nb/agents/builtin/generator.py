@@ -122,16 +122,19 @@ def kernel_text(code: str) -> str:
     return "\n".join(line for line in code.splitlines() if not line.startswith(HEADER_MARK))
 
 
-def vary(options, variant: int, write) -> tuple[object, str]:
+def vary(options, variant: int, write, keep=frozenset()) -> tuple[object, str]:
     """Sample `variant` > 0: the same candidate with other knobs, so that a round's samples are
     a small autotuning sweep around sample 0 rather than copies of it. `write(options)` gives
     the code (or None); only steps that change the kernel count, so no two variants of a round
-    (the session numbers them across the round's branches) are the same kernel unless the
-    steps run out."""
+    (the session numbers them across the round's branches and rounds) are the same kernel
+    unless the steps run out. Steps that touch a knob in `keep` (the ones the branch's
+    instruction just set) are skipped: undoing the change would judge the parent again."""
     base = write(options)
     seen = {kernel_text(base)} if base else set()
     distinct = []
     for change in sweep_steps(options):
+        if keep & set(change):
+            continue
         code = write(dataclasses.replace(options, **change))
         if code and kernel_text(code) not in seen:
             seen.add(kernel_text(code))
@@ -171,16 +174,20 @@ class BuiltinGenerator:
         # a sample asked to make another change than the instruction's (the analyst's next
         # ranked, or one that made another lineage faster) carries that change's action
         own_change = "action:" in (request.variation or "")
+        instructed = frozenset()            # the knobs the instruction set: the sweep keeps them
         if request.kind == "optimise":
+            before = options
             options, applied = apply_action(options, parse_action(
                 request.variation if own_change else request.instruction))
+            instructed = frozenset(f.name for f in dataclasses.fields(options)
+                                   if getattr(options, f.name) != getattr(before, f.name))
         elif request.kind == "fix":
             options, applied = conservative(options), "conservative version: library maths, " \
                 "double accumulators, default parallelism"
         varied, lowered = "", self.lower(request)
         if request.variant and not own_change:
             options, varied = vary(options, request.variant,
-                                   lambda o: self.write(request, lowered, o).code)
+                                   lambda o: self.write(request, lowered, o).code, instructed)
             applied = "; ".join(filter(None, [applied, varied]))
         built = self.write(request, lowered, options)
         if built.code is None:
