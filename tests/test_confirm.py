@@ -8,26 +8,37 @@ from __future__ import annotations
 import json
 
 from kforge_nb.agents import AgentConfig
+from kforge_nb.problem import Problem
 from kforge_nb.session import Budget, Session
 from kforge_nb.session.confirm import sentence
 from kforge_nb.ui.terminal import Progress
 from tests.test_session_anthropic import GOOD, PROBLEM, answer, api, options  # noqa: F401
 
 
-def sleeping(flag, while_there: bool) -> str:
-    """GOOD, 10 ms slower a call while `flag` exists (or while it does not)."""
+def sleeping(flag, while_there: bool, seconds: float = 0.01) -> str:
+    """GOOD, `seconds` slower a call while `flag` exists (or while it does not)."""
     test = f"os.path.exists({str(flag)!r})"
     return GOOD.replace("import torch\n", "import os\nimport time\n\nimport torch\n", 1).replace(
         "        x = x.contiguous()\n",
         f"        if {'' if while_there else 'not '}{test}:\n"
-        "            time.sleep(0.01)\n        x = x.contiguous()\n", 1)
+        f"            time.sleep({seconds})\n        x = x.contiguous()\n", 1)
+
+
+# The softmax whose eager call sleeps 20 ms: speedups are ratios to eager, and on a machine
+# whose cores are all busy a 20-microsecond OpenMP softmax can stall for a scheduler slice
+# (7 ms a call was seen), on either side. Against 20 ms of eager and 100 ms of sleep, a stall
+# of that size cannot turn the ranking round.
+SLOW_EAGER = Problem.from_string(PROBLEM.source.replace(
+    "import torch\n", "import time\n\nimport torch\n", 1).replace(
+    "        return torch.softmax", "        time.sleep(0.02)\n        return torch.softmax", 1),
+    name="softmax_slow_eager")
 
 
 def test_a_lucky_first_timing_does_not_name_the_best(api, tmp_path):  # noqa: F811
     flag = tmp_path / "final-judging"
-    lucky, steady = sleeping(flag, True), sleeping(flag, False)
+    lucky, steady = sleeping(flag, True, 0.1), sleeping(flag, False, 0.1)
     api([answer(lucky), answer(steady)])
-    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+    session = Session(SLOW_EAGER, "cpp", AgentConfig(provider="anthropic"),
                       Budget(iterations=1, samples=2, confirm=2, patience=None),
                       options(tmp_path), out=tmp_path)
     lines = []

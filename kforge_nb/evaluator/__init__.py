@@ -594,9 +594,12 @@ class Evaluation:
             return
         trial = {"seed": self.options.seed + NSIGHT_SEED, "distribution": "given"}
         self.worker.extend(NSIGHT_TIMEOUT_S + 30)
-        self.worker.send(("nsight", prefix, str(self.exchange / "weights.pt"), trial,
-                          NSIGHT_TIMEOUT_S))
-        reply = self.received(self.worker.recv())
+        try:
+            self.worker.send(("nsight", prefix, str(self.exchange / "weights.pt"), trial,
+                              NSIGHT_TIMEOUT_S))
+            reply = self.received(self.worker.recv())
+        except (WorkerFailure, OSError) as failure:     # the verdict stands without them
+            reply = {"ncu_error": f"the candidate's worker stopped while ncu ran: {failure}"}
         result.profile.update({k: reply[k] for k in ("ncu_csv", "ncu_error") if k in reply})
         self.lap("nsight")
 
