@@ -289,6 +289,43 @@ def test_triton_autotune_action_is_applied_and_stays_correct(tmp_path):
     assert judge(ref, tuned, "triton", tmp_path).state == CORRECT
 
 
+def test_triton_row_knobs_reach_the_launch_and_the_sweep_walks_only_what_runs(tmp_path):
+    """Short softmax rows sit in registers: the block size and the flat programs' warps do not
+    touch what runs, so a round's variants walk the row programs' warps and tile instead, and
+    each is a different, correct kernel (judged under the interpreter)."""
+    made = [generate("softmax", "triton", variant=k)[1] for k in range(1, 6)]
+    said = [g.variation for g in made]
+    assert all("block_size" not in v and "num_warps" not in v for v in said), said
+    assert any("row_warps 2" in v for v in said) and any("row_tile 512" in v for v in said)
+    tiny = next(g for g in made if "row_tile 512" in g.variation)
+    assert "tile_rows = max(1, 512 // row_block)" in tiny.code
+    two = next(g for g in made if "row_warps 2" in g.variation)
+    assert re.search(r"ROWS=tile_rows, num_warps=2\)", two.code)
+    ref, _ = generate("softmax", "triton")
+    for g in (tiny, two):
+        assert judge(ref, g, "triton", tmp_path / g.variation[:8]).state == CORRECT
+
+
+def test_triton_long_rows_loop_so_their_block_and_stages_are_knobs():
+    """A row longer than a program keeps in registers is looped over BLOCK_SIZE at a time:
+    there the block size and the pipelining stages are what the sweep tries."""
+    long_rows = problem("return torch.softmax(x, dim=-1)", "[torch.randn(2, 40000)]")
+    said = [generate(long_rows, "triton", variant=k)[1].variation for k in range(1, 9)]
+    assert any("block_size" in v for v in said) and any("num_stages 4" in v for v in said)
+    assert not any("row_tile" in v for v in said), said
+    staged = next(generate(long_rows, "triton", variant=k)[1] for k in range(1, 9)
+                  if "num_stages 4" in said[k - 1])
+    assert "num_warps=" in staged.code and ", num_stages=4)" in staged.code
+
+
+def test_use_8_warps_sets_every_programs_warps():
+    ref, first = generate("softmax", "triton")
+    _, told = generate("softmax", "triton", kind="optimise", previous_code=first.code,
+                       instruction='action: {"kind": "warps", "value": 8}')
+    assert '"num_warps": 8' in told.code and '"row_warps": 8' in told.code
+    assert re.search(r"ROWS=tile_rows, num_warps=8\)", told.code)
+
+
 @pytest.mark.parametrize("name", ["gemm_scale_residual", "linear_relu_bias"])
 def test_a_tensor_used_twice_is_one_launcher_argument_and_two_kernel_parameters(name, tmp_path):
     ref, first = generate(name, "triton")

@@ -193,11 +193,12 @@ def triton_rules(f: dict) -> list[Recommendation]:
             "Let @triton.autotune pick BLOCK_SIZE and num_warps from three configurations.",
             "the best block size depends on the GPU and the row length" + caveat + ".",
             "0-30% depending on shapes.", {"kind": "autotune", "enable": True}))
-    if o.get("num_warps", 4) < 8:
+    if o.get("num_warps", 4) < 8 or o.get("row_warps", 8) != 8:
         out.append(rec(
             "use 8 warps per program",
-            "Launch with num_warps=8.", "long rows keep more warps busy per program" + caveat
-            + ".", "0-20%.", {"kind": "num_warps", "value": 8}))
+            "Launch every kernel, row kernels too, with num_warps=8.",
+            "long rows keep more warps busy per program" + caveat + ".", "0-20%.",
+            {"kind": "warps", "value": 8}))
     if o.get("block_size", 1024) < 4096:
         out.append(rec(
             "process 4096 elements per step",

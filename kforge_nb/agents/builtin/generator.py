@@ -38,7 +38,7 @@ def parse_action(instruction: str | None) -> dict:
     if "autotun" in low:
         return {"kind": "autotune", "enable": True}
     if "num_warps" in low or "warps" in low:
-        return {"kind": "num_warps", "value": value or 8}
+        return {"kind": "warps", "value": value or 8}
     if "num_stages" in low or "stages" in low:
         return {"kind": "num_stages", "value": value or 3}
     if "block_size" in low or "block size" in low:
@@ -71,6 +71,10 @@ def apply_action(options, action: dict) -> tuple[object, str]:
         if "dot" in action:
             changes["dot"] = action["dot"]
         return dataclasses.replace(options, **changes), f"matmul set to {changes}"
+    if kind == "warps" and "row_warps" in fields and value is not None:
+        # every program of the candidate: flat ones and row ones
+        return dataclasses.replace(options, num_warps=value, row_warps=value), \
+            f"num_warps and row_warps set to {value}"
     if kind in fields and value is not None:
         return dataclasses.replace(options, **{kind: value}), f"{kind} set to {value}"
     if kind == "matmul_tiles" and "block_m" in fields:
@@ -107,11 +111,17 @@ def sweep_steps(options) -> list[dict]:
                    {"lane_block": lane * 2}, {"lane_block": max(32, lane // 2)},
                    {"lane_block": lane * 4}, {"lane_block": max(32, lane // 4)}]
     else:
-        block, warps = options.block_size, options.num_warps
+        block, warps, tile = options.block_size, options.num_warps, options.row_tile
+        # a row kernel whose rows fit in registers ignores the block size and flat warps: its
+        # tile and warps come next (the text check drops the knobs a kernel never reads)
         singles = [{"block_size": block * 2}, {"block_size": max(128, block // 2)},
                    {"num_warps": 8 if warps != 8 else 4},
+                   *({"row_warps": w} for w in (8, 2) if w != options.row_warps),
+                   {"row_tile": tile * 4}, {"row_tile": max(256, tile // 4)},
+                   {"num_stages": 4 if options.num_stages != 4 else 2},
                    {"block_size": block * 4}, {"block_size": max(128, block // 4)},
-                   {"num_warps": 2 if warps != 2 else 16}]
+                   {"num_warps": 2 if warps != 2 else 16},
+                   {"row_warps": 16 if options.row_warps != 16 else 4}]
     pairs = [{**a, **b} for i, a in enumerate(singles) for b in singles[i + 1:]
              if not set(a) & set(b)]
     return singles + pairs
@@ -122,18 +132,20 @@ def kernel_text(code: str) -> str:
     return "\n".join(line for line in code.splitlines() if not line.startswith(HEADER_MARK))
 
 
-def vary(options, variant: int, write, keep=frozenset()) -> tuple[object, str]:
+def vary(options, variant: int, write, keep=frozenset(), read=None) -> tuple[object, str]:
     """Sample `variant` > 0: the same candidate with other knobs, so that a round's samples are
     a small autotuning sweep around sample 0 rather than copies of it. `write(options)` gives
     the code (or None); only steps that change the kernel count, so no two variants of a round
     (the session numbers them across the round's branches and rounds) are the same kernel
     unless the steps run out. Steps that touch a knob in `keep` (the ones the branch's
-    instruction just set) are skipped: undoing the change would judge the parent again."""
+    instruction just set) are skipped: undoing the change would judge the parent again. Where
+    `read` names the knobs the kernels read at the problem's sizes, a step that changes any
+    other is skipped too (it changes the text, not what runs)."""
     base = write(options)
     seen = {kernel_text(base)} if base else set()
     distinct = []
     for change in sweep_steps(options):
-        if keep & set(change):
+        if keep & set(change) or (read is not None and not set(change) <= read):
             continue
         code = write(dataclasses.replace(options, **change))
         if code and kernel_text(code) not in seen:
@@ -186,8 +198,9 @@ class BuiltinGenerator:
                 "double accumulators, default parallelism"
         varied, lowered = "", self.lower(request)
         if request.variant and not own_change:
+            read = self.write(request, lowered, options).knobs
             options, varied = vary(options, request.variant,
-                                   lambda o: self.write(request, lowered, o).code, instructed)
+                                   lambda o: self.write(request, lowered, o).code, instructed, read)
             applied = "; ".join(filter(None, [applied, varied]))
         built = self.write(request, lowered, options)
         if built.code is None:

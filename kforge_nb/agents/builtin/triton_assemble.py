@@ -19,7 +19,7 @@ from .capture import Captured
 from .kernel import KernelPlan, kernel_name, launcher_name
 from .partition import Plan
 from .triton_gemm import TritonGemm, epilogue_for, operands
-from .triton_group import TritonGroupKernel
+from .triton_group import TritonGroupKernel, knobs_read
 from .triton_split import TritonSplitKernels, can_split
 
 LOWER_PRECISION = ("tf32", "bf16", "fp16")
@@ -28,8 +28,10 @@ LOWER_PRECISION = ("tf32", "bf16", "fp16")
 @dataclass
 class TritonOptions:
     block_size: int = 1024            # elements per program (pointwise) or per loop step (rows)
-    num_warps: int = 4
-    num_stages: int = 2
+    num_warps: int = 4                # warps of a flat program (and of a long row's splits)
+    num_stages: int = 0               # software-pipelining stages of a row loop; 0: Triton's own
+    row_warps: int = 0                # warps of a row program; 0: by its tile (row_warps())
+    row_tile: int = 2048              # elements a program takes on when its rows are short
     autotune: bool = False            # let @triton.autotune choose BLOCK_SIZE and num_warps
     matmul: str = "vendor"            # "vendor": keep the torch call; "kernel": the Triton GEMM
     block_m: int = 64                 # matmul tiles (the GEMM autotunes them on a GPU)
@@ -61,6 +63,7 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
                      (", ".join(labels) or "nothing") + " (no work left to put in a kernel)")
     taken: set[str] = set()
     kernels, launchers, launches, story = [], [], {}, []
+    knobs = {"num_warps"} if own else set()
     products, fused = {}, set()
     for node in matmuls:
         if node not in own:
@@ -99,6 +102,7 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
             kernels += split.kernels()
         launcher = launcher_name(name)
         launchers.append("\n".join(writer.launcher(launcher, split)))
+        knobs |= knobs_read(kp, options, split is not None)
         launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
         story.append(f"- `{name}` (Triton): {kp.story()[0]}")
     support, init = cand.reference_parts(source)
@@ -125,7 +129,7 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
     if labels:
         coverage.append(f"left to torch: {', '.join(labels)}")
     coverage += cap.notes
-    return Built(code, allow, coverage, [k.split("\n")[1] for k in kernels])
+    return Built(code, allow, coverage, [k.split("\n")[1] for k in kernels], knobs=knobs)
 
 
 __all__ = ["TritonOptions", "triton_candidate"]

@@ -5,13 +5,15 @@
   coordinates they vary along.
 * A group with reductions works on "rows" (one per kept element). When the reduced elements
   fit in one block (BLOCK_SIZE = next_power_of_2(length) <= MAX_ROW_BLOCK), a program reads a
-  tile of ROWS rows ([ROWS, BLOCK_SIZE], ROWS * BLOCK_SIZE about TILE elements, so 2.4M rows of
-  7 are not 2.4M programs) into registers once and every pass works on it there
+  tile of ROWS rows ([ROWS, BLOCK_SIZE], ROWS * BLOCK_SIZE about `row_tile` elements, so 2.4M
+  rows of 7 are not 2.4M programs) into registers once and every pass works on it there
   (ROW_IN_REGISTERS); otherwise one program per row, each pass looping over it BLOCK_SIZE
   elements at a time, and a final loop writes the outputs. Few long rows are split over many
   programs (triton_split.py). The launcher picks the mode and scales num_warps with the tile.
 """
 from __future__ import annotations
+
+import math
 
 from .candidate import launcher_prologue
 from .elementwise import Formulas
@@ -20,7 +22,6 @@ from .kernel import KernelPlan
 from .partition import Region
 
 MAX_ROW_BLOCK = 32768             # fp32 elements of one row a program keeps in registers
-TILE = 2048                       # elements a program takes on when rows are short
 AUTOTUNE_CONFIGS = [(256, 2), (1024, 4), (4096, 8)]      # flat kernels: (BLOCK_SIZE, num_warps)
 AUTOTUNE_WARPS = [4, 8, 16]                              # row kernels: num_warps only
 
@@ -40,6 +41,26 @@ def distinct(names: list[str]) -> list[str]:
 def row_warps(block: str) -> str:
     """num_warps for a row program of `block` elements: 4 up to 2048, 8 up to 8192, then 16."""
     return f"4 if {block} <= 2048 else (8 if {block} <= 8192 else 16)"
+
+
+def stages(options) -> str:
+    """A row launch's num_stages argument, where the options name one (a flat kernel has no
+    loop to pipeline)."""
+    return f", num_stages={options.num_stages}" if options.num_stages else ""
+
+
+def knobs_read(kp: KernelPlan, options, split: bool) -> set[str]:
+    """The TritonOptions fields this kernel's launch reads at the captured sizes: the others
+    change the candidate's text (the launcher handles every size) but not what runs."""
+    if not kp.reduce:
+        return {"block_size", "num_warps"}
+    row_block = 1 << max(0, (math.prod(r.size for r in kp.reduce) - 1).bit_length())
+    knobs = {"block_size", "num_warps"} if split and row_block > MAX_ROW_BLOCK else set()
+    if kp.lane is not None or row_block > MAX_ROW_BLOCK:      # a loop over each row
+        return knobs | {"row_warps", "num_stages"} | \
+            ({"block_size"} if kp.lane is None else set())
+    # rows in registers: the tile decides how many rows a program takes
+    return knobs | {"row_warps"} | ({"row_tile"} if row_block < 4 * options.row_tile else set())
 
 
 class TritonGroupKernel:
@@ -337,11 +358,11 @@ class TritonGroupKernel:
                                             [s.name for s in kp.scalars], names,
                                             f"({kept})", f"({reduced})", device)
             lines += [f"    # rows in registers when they fit in {MAX_ROW_BLOCK} elements, short ones "
-                      f"{TILE} elements' worth to a program; a long row loops",
+                      f"{o.row_tile} elements' worth to a program; a long row loops",
                       f"    row_block = triton.next_power_of_2({reduced})",
                       f"    in_registers = row_block <= {MAX_ROW_BLOCK}",
                       f"    block = row_block if in_registers else {o.block_size}",
-                      f"    tile_rows = max(1, {TILE} // row_block) if in_registers else 1"]
+                      f"    tile_rows = max(1, {o.row_tile} // row_block) if in_registers else 1"]
             if kp.lane is not None:
                 # the reduced dims are not innermost: a row's elements are far apart, so a
                 # program takes 64 neighbouring rows (coalesced loads) and loops over them
@@ -353,8 +374,9 @@ class TritonGroupKernel:
                              f"{{'num_warps': {o.num_warps}}}")
                 lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, **tuning)")
             else:
+                warps = o.row_warps or row_warps("block * tile_rows")
                 lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, "
-                             f"num_warps={row_warps('block * tile_rows')})")
+                             f"num_warps={warps}{stages(o)})")
         else:
             total = " * ".join(names)
             lines.append(f"    grid = lambda meta: (triton.cdiv({total}, meta['BLOCK_SIZE']),)")
