@@ -318,6 +318,20 @@ def test_triton_long_rows_loop_so_their_block_and_stages_are_knobs():
     assert "num_warps=" in staged.code and ", num_stages=4)" in staged.code
 
 
+def test_the_sweep_skips_a_step_that_launches_the_same_programs():
+    """Rows of 300 take 512-element blocks: from a parent with a 512-element tile (one row a
+    program), a 256-element tile is still one row a program. Its launcher reads differently,
+    but it runs the same, so no variant tries it; a 2048-element tile (4 rows) is tried."""
+    _, first = generate("softmax", "triton")
+    _, parent = generate("softmax", "triton", kind="optimise", previous_code=first.code,
+                         instruction='action: {"kind": "row_tile", "value": 512}')
+    said = [generate("softmax", "triton", kind="optimise", previous_code=parent.code,
+                     instruction='action: {"kind": "none"}', variant=k)[1].variation
+            for k in range(1, 8)]
+    assert not any("row_tile 256" in v for v in said), said
+    assert any("row_tile 2048" in v for v in said), said
+
+
 def test_use_8_warps_sets_every_programs_warps():
     ref, first = generate("softmax", "triton")
     _, told = generate("softmax", "triton", kind="optimise", previous_code=first.code,

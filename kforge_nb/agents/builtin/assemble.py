@@ -20,7 +20,7 @@ class Built:
     coverage: list[str] = field(default_factory=list)     # lines for Generation.notes
     kernels: list[str] = field(default_factory=list)
     failure: str | None = None
-    knobs: set[str] | None = None     # option fields the kernels read at the captured sizes
+    runs: tuple | None = None         # what runs at the captured sizes, where the text says more
 
 
 def kept_summary(plan: Plan, vendor_matmul: bool) -> tuple[list[str], list[str]]:

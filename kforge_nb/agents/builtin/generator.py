@@ -113,7 +113,7 @@ def sweep_steps(options) -> list[dict]:
     else:
         block, warps, tile = options.block_size, options.num_warps, options.row_tile
         # a row kernel whose rows fit in registers ignores the block size and flat warps: its
-        # tile and warps come next (the text check drops the knobs a kernel never reads)
+        # tile and warps come next (vary() drops the steps that change nothing that runs)
         singles = [{"block_size": block * 2}, {"block_size": max(128, block // 2)},
                    {"num_warps": 8 if warps != 8 else 4},
                    *({"row_warps": w} for w in (8, 2) if w != options.row_warps),
@@ -132,24 +132,31 @@ def kernel_text(code: str) -> str:
     return "\n".join(line for line in code.splitlines() if not line.startswith(HEADER_MARK))
 
 
-def vary(options, variant: int, write, keep=frozenset(), read=None) -> tuple[object, str]:
+def what_runs(built: Built):
+    """What tells two written candidates apart at the problem's sizes: the kernels and how they
+    are launched there where the writer says (Triton), else the text without its header."""
+    if built.code is None:
+        return None
+    return built.runs if built.runs is not None else kernel_text(built.code)
+
+
+def vary(options, variant: int, write, keep=frozenset()) -> tuple[object, str]:
     """Sample `variant` > 0: the same candidate with other knobs, so that a round's samples are
     a small autotuning sweep around sample 0 rather than copies of it. `write(options)` gives
-    the code (or None); only steps that change the kernel count, so no two variants of a round
-    (the session numbers them across the round's branches and rounds) are the same kernel
-    unless the steps run out. Steps that touch a knob in `keep` (the ones the branch's
-    instruction just set) are skipped: undoing the change would judge the parent again. Where
-    `read` names the knobs the kernels read at the problem's sizes, a step that changes any
-    other is skipped too (it changes the text, not what runs)."""
+    what the candidate runs (`what_runs`, or None); only steps that change it count, so no two
+    variants of a round (the session numbers them across the round's branches and rounds) run
+    the same unless the steps run out. Steps that touch a knob in `keep` (the ones the
+    branch's instruction just set) are skipped: undoing the change would judge the parent
+    again."""
     base = write(options)
-    seen = {kernel_text(base)} if base else set()
+    seen = {base} if base is not None else set()
     distinct = []
     for change in sweep_steps(options):
-        if keep & set(change) or (read is not None and not set(change) <= read):
+        if keep & set(change):
             continue
-        code = write(dataclasses.replace(options, **change))
-        if code and kernel_text(code) not in seen:
-            seen.add(kernel_text(code))
+        runs = write(dataclasses.replace(options, **change))
+        if runs is not None and runs not in seen:
+            seen.add(runs)
             distinct.append(change)
             if len(distinct) >= variant:
                 break
@@ -198,9 +205,8 @@ class BuiltinGenerator:
                 "double accumulators, default parallelism"
         varied, lowered = "", self.lower(request)
         if request.variant and not own_change:
-            read = self.write(request, lowered, options).knobs
             options, varied = vary(options, request.variant,
-                                   lambda o: self.write(request, lowered, o).code, instructed, read)
+                                   lambda o: what_runs(self.write(request, lowered, o)), instructed)
             applied = "; ".join(filter(None, [applied, varied]))
         built = self.write(request, lowered, options)
         if built.code is None:

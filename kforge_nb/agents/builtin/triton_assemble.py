@@ -19,7 +19,7 @@ from .capture import Captured
 from .kernel import KernelPlan, kernel_name, launcher_name
 from .partition import Plan
 from .triton_gemm import TritonGemm, epilogue_for, operands
-from .triton_group import TritonGroupKernel, knobs_read
+from .triton_group import TritonGroupKernel, launch_at_capture
 from .triton_split import TritonSplitKernels, can_split
 
 LOWER_PRECISION = ("tf32", "bf16", "fp16")
@@ -63,7 +63,7 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
                      (", ".join(labels) or "nothing") + " (no work left to put in a kernel)")
     taken: set[str] = set()
     kernels, launchers, launches, story = [], [], {}, []
-    knobs = {"num_warps"} if own else set()
+    launches_here = []                  # how each kernel is launched at the captured sizes
     products, fused = {}, set()
     for node in matmuls:
         if node not in own:
@@ -102,7 +102,7 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
             kernels += split.kernels()
         launcher = launcher_name(name)
         launchers.append("\n".join(writer.launcher(launcher, split)))
-        knobs |= knobs_read(kp, options, split is not None)
+        launches_here.append(launch_at_capture(kp, options, split is not None))
         launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
         story.append(f"- `{name}` (Triton): {kp.story()[0]}")
     support, init = cand.reference_parts(source)
@@ -129,7 +129,8 @@ def triton_candidate(title: str, source: str, cap: Captured, plan: Plan,
     if labels:
         coverage.append(f"left to torch: {', '.join(labels)}")
     coverage += cap.notes
-    return Built(code, allow, coverage, [k.split("\n")[1] for k in kernels], knobs=knobs)
+    return Built(code, allow, coverage, [k.split("\n")[1] for k in kernels],
+                 runs=None if own else (tuple(kernels), tuple(launches_here)))
 
 
 __all__ = ["TritonOptions", "triton_candidate"]

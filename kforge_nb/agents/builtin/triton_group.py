@@ -38,8 +38,11 @@ def distinct(names: list[str]) -> list[str]:
     return out
 
 
-def row_warps(block: str) -> str:
-    """num_warps for a row program of `block` elements: 4 up to 2048, 8 up to 8192, then 16."""
+def row_warps(block) -> str | int:
+    """num_warps for a row program of `block` elements: 4 up to 2048, 8 up to 8192, then 16.
+    An int gives the number; an expression (the launcher's) gives the expression."""
+    if isinstance(block, int):
+        return 4 if block <= 2048 else (8 if block <= 8192 else 16)
     return f"4 if {block} <= 2048 else (8 if {block} <= 8192 else 16)"
 
 
@@ -49,18 +52,25 @@ def stages(options) -> str:
     return f", num_stages={options.num_stages}" if options.num_stages else ""
 
 
-def knobs_read(kp: KernelPlan, options, split: bool) -> set[str]:
-    """The TritonOptions fields this kernel's launch reads at the captured sizes: the others
-    change the candidate's text (the launcher handles every size) but not what runs."""
+def launch_at_capture(kp: KernelPlan, options, split: bool) -> tuple:
+    """What this kernel's launcher passes on a GPU at the captured sizes (the programs' shape,
+    warps, stages): two candidates with the same kernels and these the same run the same,
+    however their launchers' text differs (a launcher handles every size)."""
+    o = options
+    tuned = o.autotune                 # the autotuner picks warps (and flat blocks) on a GPU
     if not kp.reduce:
-        return {"block_size", "num_warps"}
+        return ("flat", None if tuned else (o.block_size, o.num_warps))
     row_block = 1 << max(0, (math.prod(r.size for r in kp.reduce) - 1).bit_length())
-    knobs = {"block_size", "num_warps"} if split and row_block > MAX_ROW_BLOCK else set()
-    if kp.lane is not None or row_block > MAX_ROW_BLOCK:      # a loop over each row
-        return knobs | {"row_warps", "num_stages"} | \
-            ({"block_size"} if kp.lane is None else set())
-    # rows in registers: the tile decides how many rows a program takes
-    return knobs | {"row_warps"} | ({"row_tile"} if row_block < 4 * options.row_tile else set())
+    # few long rows may be split over programs, where the GPU is large enough for it to pay
+    long = (o.block_size, o.num_warps) if split and row_block > MAX_ROW_BLOCK else ()
+    if kp.lane is not None:            # 64 neighbouring rows a program, 32 elements a step
+        block, tile_rows, looped = min(32, row_block), 64, True
+    elif row_block > MAX_ROW_BLOCK:    # one program a row, looping over it
+        block, tile_rows, looped = o.block_size, 1, True
+    else:                              # rows in registers
+        block, tile_rows, looped = row_block, max(1, o.row_tile // row_block), False
+    warps = None if tuned else (o.row_warps or row_warps(block * tile_rows))
+    return ("rows", block, tile_rows, warps, o.num_stages if looped and not tuned else 0, long)
 
 
 class TritonGroupKernel:
