@@ -44,6 +44,20 @@ def positive(kind):
     return parse
 
 
+def temperatures(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated sampling temperatures, each from 0 to 2."""
+    try:
+        values = tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers "
+                                         "(e.g. 1.0,0.6,0.2)") from None
+    wrong = [t for t in values if not 0 <= t <= 2]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"a temperature lies from 0 to 2 (Anthropic's models: "
+                                         f"0 to 1), not {wrong[0]:g}")
+    return values
+
+
 def at_least_zero(text: str) -> int:
     try:
         value = int(text)
@@ -153,6 +167,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-ncu", "send the analysis agent no Nsight Compute counters (read where ncu is "
            "on the PATH, for candidates faster than their parent; ~13 s each on an H100)",
            AGENT, action="store_true"),
+    Option("--temperatures", "the sampling temperature of each of a round's samples for an "
+           "OpenAI-compatible model, e.g. 1.0,0.6,0.2 (cycled); default with several samples: "
+           "from 1.0 down to 0.2, with one: the model's own (Anthropic's API takes none)",
+           AGENT, type=temperatures, metavar="T1,T2,..."),
     Option("--wall-time", "stop after this many seconds", AGENT, type=positive(float)),
     Option("--max-tokens", "stop once this many tokens are used", AGENT, type=positive(int)),
     Option("--max-cost", "stop once this many USD are spent", AGENT, type=positive(float)),

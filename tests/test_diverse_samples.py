@@ -42,6 +42,11 @@ def test_the_samples_of_a_round_ask_for_different_things(api, tmp_path):  # noqa
                                    "generation.json").read_text())["variation"]
              for a in session.history if a.iteration == 1}
     assert saved[0] == "" and "vectorise the row loop" in saved[1] and "online softmax" in saved[2]
+    # Anthropic's Messages API takes no temperature: none is sent, none recorded
+    assert all("temperature" not in b for b in generation_requests(server))
+    assert all(json.loads((session.folder / "iter-01" / f"sample-{a.sample}" /
+                           "generation.json").read_text())["temperature"] is None
+               for a in session.history)
 
 
 def test_one_sample_asks_as_before(api, tmp_path):  # noqa: F811
@@ -52,6 +57,31 @@ def test_one_sample_asks_as_before(api, tmp_path):  # noqa: F811
     session.run()
     assert "ALTERNATIVE" not in str([r["body"]["system"] for r in server.requests])
     assert all("## This sample" not in p for p in server.user_prompts())
+
+
+def test_temperatures_asked_of_anthropic_are_refused_with_a_notice(api, tmp_path):  # noqa: F811
+    server = api([answer(GOOD)] * 2)
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic", temperatures=(0.3,)),
+                      Budget(iterations=1, samples=2, patience=None), options(tmp_path),
+                      out=tmp_path)
+    session.run()
+    notices = [e.data["text"] for e in session.events if e.kind == "notice"]
+    assert any("--temperatures ignored" in n for n in notices), notices
+    assert all("temperature" not in b for b in generation_requests(server))
+
+
+def test_temperatures_on_the_command_line_are_checked():
+    import argparse
+
+    from kforge_nb.options import temperatures
+    assert temperatures("1,0.5") == (1.0, 0.5)
+    for wrong, said in (("hot", "comma-separated"), ("0.5,3", "from 0 to 2")):
+        try:
+            temperatures(wrong)
+        except argparse.ArgumentTypeError as err:
+            assert said in str(err)
+        else:
+            raise AssertionError(f"{wrong!r} was taken")
 
 
 def test_the_builtin_agents_samples_are_a_knob_sweep(kforge_cli, tmp_path):

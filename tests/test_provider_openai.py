@@ -97,3 +97,54 @@ def test_openai_compatible_endpoint_failures_are_retried_then_reported(monkeypat
         provider.complete("sys", prompt, 100)                        # 401: not retried
     assert len(server.requests) == 7 and "sk-local-secret-key" not in str(caught.value)
     server.httpd.shutdown()
+
+
+def test_a_rounds_samples_are_drawn_at_different_temperatures(monkeypatch, tmp_path):
+    """Three samples: asked at 1.0, 0.6 and 0.2 (each recorded with its sample); a recording
+    keeps them, and its replay reproduces the run without asking the server again."""
+    server = ChatServer([f"```python\n{GOOD}```"] * 3)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    record = tmp_path / "calls.jsonl"
+    config = dict(provider="openai", model="qwen-coder-local")
+    session = Session(PROBLEM, "cpp", AgentConfig(**config, record=str(record)),
+                      Budget(iterations=1, samples=3, patience=None), options(tmp_path),
+                      out=tmp_path / "first")
+    session.run()
+    assert sorted(r["temperature"] for r in server.requests) == [0.2, 0.6, 1.0]
+    asked = {a.sample: json.loads((session.folder / "iter-00" / f"sample-{a.sample}" /
+                                   "generation.json").read_text())["temperature"]
+             for a in session.history}
+    assert asked == {0: 1.0, 1: 0.6, 2: 0.2}
+    recorded = [json.loads(line)["request"] for line in record.read_text().splitlines()]
+    assert sorted(r["temperature"] for r in recorded) == [0.2, 0.6, 1.0]
+    server.httpd.shutdown()
+    replay = Session(PROBLEM, "cpp", AgentConfig(replay=str(record)),
+                     Budget(iterations=1, samples=3, patience=None), options(tmp_path),
+                     out=tmp_path / "replay")
+    replay.run()
+    assert [a.result.state for a in replay.history] == ["correct"] * 3
+    assert {a.code for a in replay.history} == {a.code for a in session.history}
+
+
+def test_chosen_temperatures_are_cycled_over_the_samples(monkeypatch, tmp_path):
+    server = ChatServer([f"```python\n{GOOD}```"] * 3)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    session = Session(PROBLEM, "cpp", AgentConfig(provider="openai", model="m",
+                                                  temperatures=(0.3, 0.9)),
+                      Budget(iterations=1, samples=3, patience=None), options(tmp_path),
+                      out=tmp_path)
+    session.run()
+    server.httpd.shutdown()
+    assert sorted(r["temperature"] for r in server.requests) == [0.3, 0.3, 0.9]
+
+
+def test_one_sample_is_asked_at_the_models_default(monkeypatch, tmp_path):
+    server = ChatServer([f"```python\n{GOOD}```"])
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    Session(PROBLEM, "cpp", AgentConfig(provider="openai", model="m"), Budget(iterations=1),
+            options(tmp_path), out=tmp_path).run()
+    server.httpd.shutdown()
+    assert "temperature" not in server.requests[0]

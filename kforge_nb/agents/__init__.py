@@ -29,6 +29,8 @@ class AgentConfig:
     #                                          provider accepts them (--no-images: text only)
     ncu: bool = True                         # Nsight Compute's counters in its summary, where
     #                                          ncu can read them (--no-ncu: none)
+    temperatures: tuple[float, ...] | None = None   # per sample of a round (--temperatures);
+    #                                          None: sample_temperature()'s spread
     analyst: object | None = None            # an AnalysisAgent of your own (a script, a rule
     #                                          set): replaces the provider's analysis role
 
@@ -63,6 +65,10 @@ def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, st
     if isinstance(analyst, LLMAnalyst) and analyst.images and not pictures.available():
         notices.append("the analyst gets no pictures of the profile: matplotlib is not "
                        "installed (pip install matplotlib)")
+    if config.temperatures and not generator.takes_temperature:
+        notices.append(f"--temperatures ignored: the {gen_provider.name} provider takes no "
+                       "sampling temperature (Anthropic's Messages API has none since "
+                       "2026-10-21); a round's samples differ by what their prompts ask")
     description = f"{gen_provider.name}:{gen_provider.model}"
     if ana_provider.model != gen_provider.model:
         description += f" (analysis {ana_provider.name}:{ana_provider.model})"

@@ -49,6 +49,7 @@ class GenerationRequest:
     precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
     deadline: float | None = None        # time.monotonic() by which the run's wall-time budget
     #                                      ends: a provider retries only until then
+    temperature: float | None = None     # a model's sampling temperature; None: its default
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Generation:
                                          # (builtin agent only; passed to the guardrails' allow)
     knowledge: list[str] = field(default_factory=list)  # the knowledge notes in its prompt
     variation: str = ""                  # the request's variation, recorded with the sample
+    temperature: float | None = None     # the temperature it was asked at (a model only)
 
 
 @dataclass

@@ -39,6 +39,8 @@ class LLMGenerator:
         self.max_tokens, self.hint, self.precision = max_tokens, hint, precision
         self.knowledge, self.notes = knowledge, notes
         self.user_notes = kb.user_notes(knowledge_dirs)    # read once; a missing folder fails here
+        # a provider that takes no temperature (Anthropic's, one of your own) is never sent one
+        self.takes_temperature = getattr(provider, "accepts_temperature", False)
 
     def chosen_notes(self, request: GenerationRequest, target) -> list[kb.Pick]:
         """The notes for a first or an optimising prompt (a fix prompt is about the error)."""
@@ -70,18 +72,19 @@ class LLMGenerator:
 
     def generate(self, request: GenerationRequest) -> Generation:
         system, messages, picks = self._prompt(request)
+        temperature = request.temperature if self.takes_temperature else None
+        sampling = {} if temperature is None else {"temperature": temperature}
         reply = self.provider.complete(system, messages, self.max_tokens,
-                                       deadline=request.deadline)
+                                       deadline=request.deadline, **sampling)
         usage = usage_of(reply, self.provider.model)
         sent = [{"role": "system", "content": system}, *messages]
-        notes = [p.note.name for p in picks]
+        said = dict(knowledge=[p.note.name for p in picks], variation=request.variation,
+                    temperature=temperature)
         if reply.truncated:
             return Generation(None, reply.text, sent, usage,
-                              f"truncated: the answer hit max_tokens ({self.max_tokens})",
-                              knowledge=notes, variation=request.variation)
+                              f"truncated: the answer hit max_tokens ({self.max_tokens})", **said)
         code, failure = extract_code(reply.text)
-        return Generation(code, reply.text, sent, usage, failure, knowledge=notes,
-                          variation=request.variation)
+        return Generation(code, reply.text, sent, usage, failure, **said)
 
 
 FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN|ALTERNATIVE):\s*", re.MULTILINE)

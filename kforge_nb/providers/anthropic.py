@@ -33,6 +33,9 @@ class IncompleteAnswer(Exception):
 class AnthropicProvider:
     name = "anthropic"
     accepts_images = True          # image content blocks; its input_tokens count them
+    # the Messages API of 2026-10-21, which the 2.x SDK speaks, has no sampling parameters:
+    # a temperature (any, 1.0 too) is refused, so a round's samples differ by their prompts
+    accepts_temperature = False
 
     def __init__(self, model: str | None = None, attempts: int = ATTEMPTS,
                  timeout_s: float = 600.0, stream: bool = True, base_delay: float = BASE_DELAY,

@@ -28,11 +28,14 @@ class Provider(Protocol):
     # optional: True when `content` may also be a list of blocks holding images (the Anthropic
     # form, {"type": "image", "source": {"type": "base64", ...}}); absent means text only
     accepts_images: bool
+    # optional: True when `complete` takes a sampling `temperature`; absent means it does not
+    accepts_temperature: bool
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
-                 deadline: float | None = None) -> Reply:
+                 deadline: float | None = None, temperature: float | None = None) -> Reply:
         """One model call. `messages` are {"role": "user"|"assistant", "content": str}
-        (or a list of blocks, for a provider that accepts images).
+        (or a list of blocks, for a provider that accepts images). `temperature` (only for a
+        provider that accepts one) is passed to tell a round's samples apart.
         `deadline` (a time.monotonic() value, or None) is when the run's wall-time budget ends:
         a provider retries failures only until then, and raises ProviderError after."""
         ...

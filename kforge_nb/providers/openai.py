@@ -19,6 +19,7 @@ SERVICE = "the OpenAI-compatible endpoint"
 class OpenAIProvider:
     name = "openai"
     accepts_images = True          # assumed (a vision model); --no-images for one that is not
+    accepts_temperature = True
 
     def __init__(self, model: str | None = None, attempts: int = ATTEMPTS,
                  timeout_s: float = 600.0, base_delay: float = BASE_DELAY,
@@ -40,15 +41,16 @@ class OpenAIProvider:
                                     max_retries=0, timeout=timeout_s)
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
-                 deadline: float | None = None) -> Reply:
+                 deadline: float | None = None, temperature: float | None = None) -> Reply:
         timeouts: list[float] = []      # each try's HTTP timeout, for a timeout's message
+        sampling = {} if temperature is None else {"temperature": temperature}
 
         def attempt(time_left: float | None):
             # an HTTP wait must not outlast the run's budget
             timeouts.append(self.timeout_s if time_left is None
                             else min(self.timeout_s, time_left))
             return self.client.chat.completions.create(
-                model=self.model, max_tokens=max_tokens, timeout=timeouts[-1],
+                model=self.model, max_tokens=max_tokens, timeout=timeouts[-1], **sampling,
                 messages=[{"role": "system", "content": system},
                           *(openai_message(m) for m in messages)])
 

@@ -69,14 +69,16 @@ class Recorder:
         self.inner, self.path, self.role = inner, Path(path), role
         self.name, self.model = inner.name, inner.model
         self.accepts_images = getattr(inner, "accepts_images", False)
+        self.accepts_temperature = getattr(inner, "accepts_temperature", False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     _lock = threading.Lock()
     _calls: dict[str, int] = {}
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
-                 deadline: float | None = None) -> Reply:
-        reply = self.inner.complete(system, messages, max_tokens, deadline=deadline)
+                 deadline: float | None = None, temperature: float | None = None) -> Reply:
+        sampling = {} if temperature is None else {"temperature": temperature}
+        reply = self.inner.complete(system, messages, max_tokens, deadline=deadline, **sampling)
         with Recorder._lock:
             n = Recorder._calls.get(str(self.path), 0)
             Recorder._calls[str(self.path)] = n + 1
@@ -84,7 +86,7 @@ class Recorder:
                 f.write(json.dumps({"call": n, "role": self.role, "digest":
                                     request_digest(system, messages),
                                     "request": {"system": system, "messages": messages,
-                                                "max_tokens": max_tokens},
+                                                "max_tokens": max_tokens, **sampling},
                                     "reply": asdict(reply)}) + "\n")
         return reply
 
@@ -112,10 +114,13 @@ class ReplayProvider:
         # or with --no-images, replays text only)
         self.accepts_images = any(has_images((e.get("request") or {}).get("messages") or [])
                                   for e in self.entries)
+        self.accepts_temperature = any("temperature" in (e.get("request") or {})
+                                       for e in self.entries)
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
-                 deadline: float | None = None) -> Reply:
-        # `deadline` is ignored: a recording answers at once, and never fails transiently
+                 deadline: float | None = None, temperature: float | None = None) -> Reply:
+        # `deadline` is ignored: a recording answers at once, and never fails transiently;
+        # `temperature` too: the recorded answer was drawn at the recorded one
         with self._lock:
             if not self._unplayed:
                 raise ProviderError(f"replay {self.path.name} ran out: it holds "

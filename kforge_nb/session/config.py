@@ -45,6 +45,7 @@ def agents_from_args(args):
                        analysis_model=args.analysis_model, record=getattr(args, "record", None),
                        replay=getattr(args, "replay", None), prompts_dir=args.prompts,
                        hint=args.hint, images=not args.no_images, ncu=not args.no_ncu,
+                       temperatures=getattr(args, "temperatures", None),
                        knowledge_dirs=check_folders(getattr(args, "knowledge", None)))
 
 

@@ -43,6 +43,19 @@ from .search import Branch, Crossover, Tree, make_search
 from . import confirm, saved
 
 
+
+def sample_temperature(chosen, rank: int, samples: int) -> float | None:
+    """The temperature a model is asked at for the sample of rank `rank` in its branch, where
+    its provider takes one: the user's list (--temperatures), cycled; else, with several
+    samples, evenly from 1.0 (what a lone sample gets from OpenAI-compatible models) down to
+    0.2, so that the first sample asks as one would and the others grow more careful; one
+    sample: the model's default."""
+    if chosen:
+        return chosen[rank % len(chosen)]
+    if samples < 2:
+        return None
+    return round(1.0 - 0.8 * (rank % samples) / (samples - 1), 3)
+
 class Session:
     """One kernel-engineering session on one problem and one target."""
 
@@ -558,7 +571,8 @@ class Session:
                 aux=[(name, text) for name, text, only in self.aux
                      if only is None or iteration in only],
                 translate_from=self.translate_from, sample=sample, variant=variant,
-                precision=self.options.precision, deadline=self._deadline(), variation=said)
+                precision=self.options.precision, deadline=self._deadline(), variation=said,
+                temperature=sample_temperature(self.agents_config.temperatures, rank, samples))
             generation = self.generator.generate(request)
             with self._usage_lock:          # samples of one round finish on several threads
                 self.usage = self.usage + generation.usage
@@ -567,7 +581,8 @@ class Session:
             self._emit("candidate_generated", iteration, sample=sample, code=generation.code,
                        failure=generation.failure, usage=vars(generation.usage),
                        notes=generation.notes, knowledge=generation.knowledge,
-                       variation=generation.variation, parent=parent)
+                       variation=generation.variation, temperature=generation.temperature,
+                       parent=parent)
             self._save_generation(iteration, sample, generation)
             lineage = dict(parent=parent, applied=applied)
             if generation.code is None:
@@ -759,7 +774,8 @@ class Session:
         artifacts.write_json(folder / "generation.json", {
             "failure": generation.failure, "usage": vars(generation.usage),
             "notes": generation.notes, "kept_ops": generation.kept_ops,
-            "knowledge": generation.knowledge, "variation": generation.variation})
+            "knowledge": generation.knowledge, "variation": generation.variation,
+            "temperature": generation.temperature})
 
     def _save_json(self, iteration: int, name: str, data: dict) -> None:
         artifacts.write_json(self.folder / f"iter-{iteration:02d}" / name, data)
