@@ -53,8 +53,7 @@ def temperatures(text: str) -> tuple[float, ...]:
                                          "(e.g. 1.0,0.6,0.2)") from None
     wrong = [t for t in values if not 0 <= t <= 2]
     if wrong:
-        raise argparse.ArgumentTypeError(f"a temperature lies from 0 to 2 (Anthropic's models: "
-                                         f"0 to 1), not {wrong[0]:g}")
+        raise argparse.ArgumentTypeError(f"a temperature lies from 0 to 2, not {wrong[0]:g}")
     return values
 
 
