@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from .. import knowledge as kb
+from ..providers.base import sampling
 from ..providers.pricing import cost_usd
 from ..targets import get_target
 from .base import (AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage)
@@ -73,9 +74,8 @@ class LLMGenerator:
     def generate(self, request: GenerationRequest) -> Generation:
         system, messages, picks = self._prompt(request)
         temperature = request.temperature if self.takes_temperature else None
-        sampling = {} if temperature is None else {"temperature": temperature}
         reply = self.provider.complete(system, messages, self.max_tokens,
-                                       deadline=request.deadline, **sampling)
+                                       deadline=request.deadline, **sampling(temperature))
         usage = usage_of(reply, self.provider.model)
         sent = [{"role": "system", "content": system}, *messages]
         said = dict(knowledge=[p.note.name for p in picks], variation=request.variation,

@@ -39,3 +39,9 @@ class Provider(Protocol):
         `deadline` (a time.monotonic() value, or None) is when the run's wall-time budget ends:
         a provider retries failures only until then, and raises ProviderError after."""
         ...
+
+
+def sampling(temperature: float | None) -> dict:
+    """The keyword arguments that ask for `temperature`: none for None, so that a provider
+    that takes no temperature is called as before."""
+    return {} if temperature is None else {"temperature": temperature}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from .base import ProviderError, Reply
+from .base import ProviderError, Reply, sampling
 from .retry import (ATTEMPTS, BASE_DELAY, MAX_DELAY, Transient, call_with_retries,
                     classify_sdk_error)
 
@@ -43,14 +43,14 @@ class OpenAIProvider:
     def complete(self, system: str, messages: list[dict], max_tokens: int,
                  deadline: float | None = None, temperature: float | None = None) -> Reply:
         timeouts: list[float] = []      # each try's HTTP timeout, for a timeout's message
-        sampling = {} if temperature is None else {"temperature": temperature}
 
         def attempt(time_left: float | None):
             # an HTTP wait must not outlast the run's budget
             timeouts.append(self.timeout_s if time_left is None
                             else min(self.timeout_s, time_left))
             return self.client.chat.completions.create(
-                model=self.model, max_tokens=max_tokens, timeout=timeouts[-1], **sampling,
+                model=self.model, max_tokens=max_tokens, timeout=timeouts[-1],
+                **sampling(temperature),
                 messages=[{"role": "system", "content": system},
                           *(openai_message(m) for m in messages)])
 

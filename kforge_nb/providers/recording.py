@@ -14,7 +14,7 @@ import threading
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from .base import ProviderError, Reply
+from .base import ProviderError, Reply, sampling
 
 
 UNIT = r"\s?(?:%|x\b|ms\b|us\b|s\b|[KMGT]?B/s|[KMGTP]?FLOP/s)"
@@ -77,8 +77,8 @@ class Recorder:
 
     def complete(self, system: str, messages: list[dict], max_tokens: int,
                  deadline: float | None = None, temperature: float | None = None) -> Reply:
-        sampling = {} if temperature is None else {"temperature": temperature}
-        reply = self.inner.complete(system, messages, max_tokens, deadline=deadline, **sampling)
+        reply = self.inner.complete(system, messages, max_tokens, deadline=deadline,
+                                    **sampling(temperature))
         with Recorder._lock:
             n = Recorder._calls.get(str(self.path), 0)
             Recorder._calls[str(self.path)] = n + 1
@@ -86,7 +86,8 @@ class Recorder:
                 f.write(json.dumps({"call": n, "role": self.role, "digest":
                                     request_digest(system, messages),
                                     "request": {"system": system, "messages": messages,
-                                                "max_tokens": max_tokens, **sampling},
+                                                "max_tokens": max_tokens,
+                                                **sampling(temperature)},
                                     "reply": asdict(reply)}) + "\n")
         return reply
 

@@ -43,7 +43,6 @@ from .search import Branch, Crossover, Tree, make_search
 from . import confirm, saved
 
 
-
 def sample_temperature(chosen, rank: int, samples: int) -> float | None:
     """The temperature a model is asked at for the sample of rank `rank` in its branch, where
     its provider takes one: the user's list (--temperatures), cycled; else, with several
@@ -55,6 +54,7 @@ def sample_temperature(chosen, rank: int, samples: int) -> float | None:
     if samples < 2:
         return None
     return round(1.0 - 0.8 * (rank % samples) / (samples - 1), 3)
+
 
 class Session:
     """One kernel-engineering session on one problem and one target."""

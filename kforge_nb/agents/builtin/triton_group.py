@@ -22,6 +22,7 @@ from .kernel import KernelPlan
 from .partition import Region
 
 MAX_ROW_BLOCK = 32768             # fp32 elements of one row a program keeps in registers
+LANE_ROWS, LANE_STEP = 64, 32     # rows reduced along a middle dim: rows a program, elements a step
 AUTOTUNE_CONFIGS = [(256, 2), (1024, 4), (4096, 8)]      # flat kernels: (BLOCK_SIZE, num_warps)
 AUTOTUNE_WARPS = [4, 8, 16]                              # row kernels: num_warps only
 
@@ -63,8 +64,8 @@ def launch_at_capture(kp: KernelPlan, options, split: bool) -> tuple:
     row_block = 1 << max(0, (math.prod(r.size for r in kp.reduce) - 1).bit_length())
     # few long rows may be split over programs, where the GPU is large enough for it to pay
     long = (o.block_size, o.num_warps) if split and row_block > MAX_ROW_BLOCK else ()
-    if kp.lane is not None:            # 64 neighbouring rows a program, 32 elements a step
-        block, tile_rows, looped = min(32, row_block), 64, True
+    if kp.lane is not None:            # neighbouring rows a program, a few elements a step
+        block, tile_rows, looped = min(LANE_STEP, row_block), LANE_ROWS, True
     elif row_block > MAX_ROW_BLOCK:    # one program a row, looping over it
         block, tile_rows, looped = o.block_size, 1, True
     else:                              # rows in registers
@@ -375,8 +376,9 @@ class TritonGroupKernel:
                       f"    tile_rows = max(1, {o.row_tile} // row_block) if in_registers else 1"]
             if kp.lane is not None:
                 # the reduced dims are not innermost: a row's elements are far apart, so a
-                # program takes 64 neighbouring rows (coalesced loads) and loops over them
-                lines += ["    in_registers, block, tile_rows = False, min(32, row_block), 64"]
+                # program takes LANE_ROWS neighbouring rows (coalesced loads) and loops over them
+                lines += [f"    in_registers, block, tile_rows = False, "
+                          f"min({LANE_STEP}, row_block), {LANE_ROWS}"]
             lines += [f"    grid = (triton.cdiv({kept}, tile_rows),)"]
             fixed = "BLOCK_SIZE=block, ROW_IN_REGISTERS=in_registers, ROWS=tile_rows"
             if o.autotune:
