@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 from kforge_nb.evaluator import evaluate
-from kforge_nb.evaluator.zygote import recv_message, send_message
+from kforge_nb.evaluator.wire import recv, send
 from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT, MISMATCH, RUNTIME_ERROR
 from tests.support.evaluator import candidate_source, load_problem
@@ -31,11 +31,11 @@ def test_a_crashed_candidate_does_not_stop_the_next_evaluation(judge):
 def test_fork_server_messages_sent_back_to_back_are_each_received():
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        send_message(theirs, ("exit", 101, -11))      # a child's end and the next fork's
-        send_message(theirs, ("pid", 102))            # pid, in one write burst
+        send(theirs, ("exit", 101, -11))      # a child's end and the next fork's
+        send(theirs, ("pid", 102))            # pid, in one write burst
         ours.settimeout(5)
-        assert recv_message(ours) == ("exit", 101, -11)
-        assert recv_message(ours) == ("pid", 102)
+        assert recv(ours) == ["exit", 101, -11]
+        assert recv(ours) == ["pid", 102]
 
 
 def test_candidates_judged_at_once_each_get_their_own_verdict(options):

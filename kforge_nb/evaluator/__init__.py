@@ -44,12 +44,16 @@ from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, RUNTIME_ERRO
 from ..runtime.native import cache_dir
 from ..targets import Target, get_target
 from ..guardrails import Guardrails
-from . import nsight, sandbox
+from . import clocks, nsight, replies, sandbox
 from .device_lock import cpu_work, timing_lock
 from .process import Worker, WorkerFailure, default_memory_limit
+from .wire import ProtocolError
 from ..pyparse import parse_ast
 
 SUSPICIOUS_SPEEDUP = 10.0
+# a time this many times below the roofline's speed of light is not a measurement (the CPU's
+# ceilings are probes and honest kernels have reached 1.8x them; a forged clock reaches 100x)
+PHYSICS_LIMIT = 4.0
 HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
 NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
 NSIGHT_TIMEOUT_S = 150.0
@@ -82,19 +86,24 @@ class EvalOptions:
     measure_label: str = ""
     objective: str = ""
 
-    def trial_plan(self) -> list[dict]:
+    def trial_plan(self, secret: int = 0) -> list[dict]:
+        """The trials' inputs: seeds offset by `secret`, a number drawn for each evaluation that
+        the candidate cannot predict (answers computed ahead for seeds 0..5 were served once)."""
         distributions = ["given", "given", "scaled", "uniform"]
-        plan = [{"seed": self.seed + i, "distribution": distributions[i % 4] if i < 4 else "given"}
+        plan = [{"seed": self.seed + secret + i, "trial": i + 1,
+                 "distribution": distributions[i % 4] if i < 4 else "given"}
                 for i in range(max(1, self.trials))]
         if self.shape_check:
-            plan.append({"seed": self.seed + len(plan), "distribution": "given", "batch": "auto"})
+            plan.append({"seed": self.seed + secret + len(plan), "trial": len(plan) + 1,
+                         "distribution": "given", "batch": "auto"})
         return plan
 
-    def timing_sets(self, input_bytes: int) -> list[dict]:
+    def timing_sets(self, input_bytes: int, secret: int = 0) -> list[dict]:
         """Input sets the timed calls rotate over: three, fewer when inputs are large (each set
         is held twice on each side: its pristine values and the refreshed copy)."""
         count = 3 if input_bytes <= 256 << 20 else 2 if input_bytes <= 2 << 30 else 1
-        return [{"seed": self.seed + 1000 + j, "distribution": "given"} for j in range(count)]
+        return [{"seed": self.seed + secret + 1000 + j, "distribution": "given"}
+                for j in range(count)]
 
 
 def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "auto",
@@ -214,11 +223,15 @@ class Evaluation:
         self.exchange = folder / "exchange"
         self.exchange.mkdir(exist_ok=True)
         self.tampered: set[str] = set()
+        self.unaudited: set[str] = set()   # torch calls seen only where no trial saw them
+        self.last_wall_ms = 0.0
         self.sandbox: dict = {}
         self.summary: dict = {}
         self.policy: dict = {}       # the reference's baseline under --precision (policy.py)
         self.skipped: list[str] = []
         self.lines = candidate.splitlines()
+        self.secret = random.SystemRandom().randrange(1 << 20, 1 << 40)   # seeds: see trial_plan
+        self.construction: list[str] = []
         self.phases: dict[str, float] = {}       # seconds per phase, for `resources`
         self.clock = time.monotonic()
 
@@ -238,11 +251,22 @@ class Evaluation:
 
     def ask_candidate(self, *command) -> dict:
         self.worker.extend(self.options.timeout_s)
+        began = time.monotonic()
         self.worker.send(command)
-        return self.received(self.worker.recv())
+        reply = self.received(command, self.worker.recv())
+        self.last_wall_ms = (time.monotonic() - began) * 1e3     # the parent's own clock
+        return reply
 
-    def received(self, reply: dict) -> dict:
+    def received(self, command: tuple, reply: dict) -> dict:
+        """A reply of the candidate's worker, once its shape is checked (replies.py)."""
+        try:
+            replies.checked(command, reply)
+        except ProtocolError as err:
+            self.worker.kill()
+            raise WorkerFailure("protocol", f"protocol violation in the reply to "
+                                f"`{command[0]}`: {err}", self.worker.log.text_tail()) from None
         self.tampered.update(reply.get("tampered") or [])
+        self.unaudited.update(reply.get("unaudited") or [])
         return reply
 
     # -- the protocol ----------------------------------------------------------------------------
@@ -282,13 +306,14 @@ class Evaluation:
                     worker.close()
 
     def judged(self) -> Result:
-        built = self.received(self.worker.recv())
+        built = self.received(("built",), self.worker.recv())
         self.sandbox = built.get("sandbox") or {}
         if "failed" in built:
             return failure_result(built, self.target)
         made = self.ask_candidate("construct", str(self.exchange / "weights.pt"))
         if "failed" in made:
             return failure_result(made, self.target)
+        self.construction = [n for n in made.get("construction", []) if isinstance(n, str)]
         self.lap("start")
         result = self.trials(made["weights"])
         self.lap("trials")
@@ -301,6 +326,8 @@ class Evaluation:
                     self.overturn(result, failed.result)
                 if result.state == CORRECT and self.options.measure_hook:
                     self.run_hook(result)
+        if result.state == CORRECT and self.unaudited:
+            self.overturn(result, unaudited_compute(sorted(self.unaudited)))
         return tampering(result, sorted(self.tampered))
 
     def lap(self, phase: str) -> None:
@@ -311,7 +338,7 @@ class Evaluation:
     def trials(self, weights: str) -> Result:
         launches: Counter = Counter()
         report: dict = {}
-        for i, trial in enumerate(self.options.trial_plan()):
+        for i, trial in enumerate(self.options.trial_plan(self.secret)):
             prepared = self.ask_judge("prepare", i, trial)
             if "skipped" in prepared:
                 self.skipped.append(prepared["skipped"])
@@ -324,6 +351,8 @@ class Evaluation:
                 return refused
             launches.update(reply["audit"]["launches"])
             checked = self.ask_judge("check", path, reply["inputs_after"])
+            if "bad_output" in checked:
+                return bad_output(checked["bad_output"], f"trial {i + 1}")
             report = checked["report"]
             if not checked["ok"]:
                 return Result(MISMATCH, checked["text"], correctness=Correctness(**report))
@@ -341,6 +370,9 @@ class Evaluation:
         if launches:
             text += "; kernels launched: " + ", ".join(f"{kind} x{n}" for kind, n in
                                                       sorted(launches.items()))
+        if self.construction:
+            text += ("; its constructor computed with " + ", ".join(self.construction[:4]) +
+                     " (once, before any input existed)")
         return Result(CORRECT, text, correctness=Correctness(**report))
 
     def refused(self, reply: dict) -> Result | None:
@@ -377,7 +409,7 @@ class Evaluation:
     # -- timing ----------------------------------------------------------------------------------
     def measure(self, result: Result) -> None:
         note = self.target.timing_note()
-        sets = self.options.timing_sets(self.summary.get("input_bytes", 0))
+        sets = self.options.timing_sets(self.summary.get("input_bytes", 0), self.secret)
         self.policy = self.ask_judge("prepare_timing", sets).get("policy") or {}
         ready = self.ask_candidate("prepare_timing", sets)
         if "failed" in ready:
@@ -398,6 +430,14 @@ class Evaluation:
             return
         self.fill_timing(result, paired, speedup, rechecked, note)
         self.lap("timing")
+        beyond = result.roofline.fraction_of_sol if result.timing.real else None
+        if beyond and beyond > PHYSICS_LIMIT:
+            return self.overturn(result, Result(
+                REJECTED, f"faster than the hardware allows: {result.timing.candidate_ms:.4g} ms "
+                f"a call is {beyond:.0f}x the speed of light of {result.roofline.device} "
+                f"({result.roofline.speed_of_light_ms:.4g} ms for its "
+                f"{result.roofline.bound}-bound minimum; rule `faster-than-hardware`)",
+                rules=["faster-than-hardware"]))
         self.profile(result)
         self.lap("profile")
         self.read_counters(result)
@@ -426,7 +466,9 @@ class Evaluation:
         candidate keeps the outputs of timed calls picked at random (all of them when there
         are few), so an answer that is right only on some calls cannot count on which."""
         eager, cand, walls, ratios, kept = [], [], [], [], []
-        under, under_ratios = [], []
+        under, under_ratios, clocked = [], [], []
+        # every output of a block held until it ends, where they fit (harness.time_calls)
+        hold = calls[1] * self.summary.get("output_bytes", 0) <= 1 << 30
         chooser = random.SystemRandom()
         checked_round = chooser.randrange(rounds)
         sides = ("policy", "judge", "candidate")[3 - len(calls):]
@@ -435,7 +477,9 @@ class Evaluation:
             block = {}
             for side in order:
                 if side == "judge":
+                    began = time.monotonic()
                     block[side] = self.ask_judge("time", calls[0])
+                    judge_wall = (time.monotonic() - began) * 1e3
                     continue
                 if side == "policy":
                     block[side] = self.ask_judge("time", calls[2], True)
@@ -443,9 +487,10 @@ class Evaluation:
                 few = calls[1] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
                 keep = [] if k != checked_round else list(range(calls[1])) if few \
                     else [chooser.randrange(calls[1])]
-                block[side] = self.ask_candidate("time", calls[1], keep)
+                block[side] = self.ask_candidate("time", calls[1], keep, hold)
                 if "failed" in block[side]:
                     raise CandidateFailed(failure_result(block[side], self.target))
+                candidate_wall = self.last_wall_ms
             r, c = (statistics.median(block[s]["samples"]) for s in ("judge", "candidate"))
             eager.append(r)
             cand.append(c)
@@ -458,6 +503,12 @@ class Evaluation:
                 walls.append(block["candidate"]["wall_ms"])
             if k == checked_round:
                 kept = block["candidate"]["kept"]
+            clocked.append((clocks.Block(block["judge"]["samples"], judge_wall),
+                            clocks.Block(block["candidate"]["samples"], candidate_wall)))
+        lie = clocks.disagreement(clocked, passes=2 if self.device == "cuda" else 1)
+        if lie:
+            raise CandidateFailed(Result(REJECTED, f"{lie} (rule `clock-disagrees`)",
+                                         rules=["clock-disagrees"]))
         return {"eager": eager, "candidate": cand, "ratios": ratios, "walls": walls,
                 "calls": calls, "kept": kept, "policy": under, "policy_ratios": under_ratios}
 
@@ -471,6 +522,9 @@ class Evaluation:
             if refused is not None:
                 break
             checked = self.ask_judge("check_sample", call, path)
+            if "bad_output" in checked:
+                refused = bad_output(checked["bad_output"], f"timed call {call + 1}")
+                break
             if not checked["ok"]:
                 refused = Result(MISMATCH, f"the output of timed call {call + 1} differs from "
                                  f"the reference on that call's inputs: {checked['text']}")
@@ -595,9 +649,10 @@ class Evaluation:
         trial = {"seed": self.options.seed + NSIGHT_SEED, "distribution": "given"}
         self.worker.extend(NSIGHT_TIMEOUT_S + 30)
         try:
-            self.worker.send(("nsight", prefix, str(self.exchange / "weights.pt"), trial,
-                              NSIGHT_TIMEOUT_S))
-            reply = self.received(self.worker.recv())
+            command = ("nsight", prefix, str(self.exchange / "weights.pt"), trial,
+                       NSIGHT_TIMEOUT_S)
+            self.worker.send(command)
+            reply = self.received(command, self.worker.recv())
         except (WorkerFailure, OSError) as failure:     # the verdict stands without them
             reply = {"ncu_error": f"the candidate's worker stopped while ncu ran: {failure}"}
         result.profile.update({k: reply[k] for k in ("ncu_csv", "ncu_error") if k in reply})
@@ -609,20 +664,21 @@ class Evaluation:
         `result.measures`, never in the verdict (the candidate's tampering still counts)."""
         trial = {"seed": self.options.seed + HOOK_SEED, "distribution": "given"}
         command = ("measure_hook", self.options.measure_hook, self.options.measure_label, trial)
-        replies = {}
+        answers = {}
         for side, worker in (("reference", self.judge), ("candidate", self.worker)):
             worker.extend(self.options.timeout_s)
             try:
                 worker.send(command)
-                replies[side] = worker.recv()
-                failed = replies[side].get("failed")    # an error outside the hook's own code
-                if failed:
-                    replies[side] = {"errors": [f"{failed['type']}: {failed['text'][:300]}"]}
+                answer = worker.recv()
+                if worker is self.worker:
+                    answer = self.received(command, answer)
+                failed = answer.get("failed")    # an error outside the hook's own code
+                answers[side] = answer if not failed else \
+                    {"errors": [f"{failed['type']}: {failed['text'][:300]}"]}
             except (WorkerFailure, OSError) as failure:
-                replies[side] = {"errors": [f"its worker stopped while measuring: {failure}"]}
-        self.received(replies["candidate"])
-        result.measures = measures.combine(self.options.measure_label, replies["reference"],
-                                           replies["candidate"])
+                answers[side] = {"errors": [f"its worker stopped while measuring: {failure}"]}
+        result.measures = measures.combine(self.options.measure_label, answers["reference"],
+                                           answers["candidate"])
         self.lap("measure hook")
 
     def finished(self, result: Result) -> Result:
@@ -667,6 +723,22 @@ def failure_result(message: dict, target: Target) -> Result:
                 f"{allocation_size(failed['text'][:1500])}")
     result = Result(failed["state"], text, error=failed)
     return tampering(result, tampered) if tampered else result
+
+
+def bad_output(why: str, where: str) -> Result:
+    """An output file the judge could not read as tensors: the candidate's fault, never the
+    reference's."""
+    text = f"protocol violation: the output file of {where} is not what the harness writes: {why}"
+    return Result(RUNTIME_ERROR, text, error={"type": "protocol", "text": text})
+
+
+def unaudited_compute(calls: list[str]) -> Result:
+    """Torch computed where the trials' audit did not see it: on a thread, or only in calls
+    outside the trials (the warm-up, the timed calls, the profile)."""
+    return Result(REJECTED, "ModelNew computed with torch where the trials' audit did not see "
+                  f"it: {'; '.join(calls[:4])} (rule `torch-compute-at-runtime`: every call is "
+                  "watched, not only the trials)", rules=["torch-compute-at-runtime"],
+                  error={"type": "torch-compute", "unaudited": calls})
 
 
 def tampering(result: Result, tampered: list[str]) -> Result:

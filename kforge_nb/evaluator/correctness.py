@@ -31,7 +31,8 @@ def tolerance(dtype: torch.dtype, policy: str) -> tuple[float, float, float]:
 
 
 def describe(trial: dict) -> str:
-    parts = [f"trial seed {trial['seed']}"]
+    parts = [f"trial {trial['trial']} (seed {trial['seed']})" if trial.get("trial") else
+             f"trial seed {trial['seed']}"]
     if trial.get("distribution", "given") != "given":
         parts.append(f"{trial['distribution']} inputs")
     if trial.get("batch"):

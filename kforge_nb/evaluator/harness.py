@@ -6,6 +6,7 @@ at import, before any candidate code exists, so a candidate that patches `time.p
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
@@ -230,64 +231,81 @@ def call_factor(k: int) -> float:
 
 
 def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
-               keep: list[int] = (), kept: dict | None = None) -> dict:
+               keep: list[int] = (), kept: dict | None = None,
+               hold_outputs: bool = True, watch=None) -> dict:
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
     over the sets as they stand (through `untimed`, default `call`), which work hidden on other
-    streams cannot escape. CPU: the monotonic clock around each call."""
+    streams cannot escape. CPU: the monotonic clock around each call.
+
+    `watch` (a TorchFunctionMode) is active for the whole block, and the harness's own work
+    between calls runs with torch-function handling off: the calls themselves pay only for the
+    torch functions the candidate calls, and the watch sees nothing but those."""
     samples = []
     first = sets.calls
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda") \
-        if device == "cuda" else None
-    for k in range(first, first + calls):
-        inputs = sets.inputs(k)
-        if flush is not None:
-            flush.zero_()
-            # hold the stream a while after the flush, so the host has launched the whole call
-            # before the GPU reaches it: the call is timed from its first kernel to its last,
-            # never with the host's launch gaps. Without it, a call whose launches take the
-            # host about as long as the flush takes the GPU was timed one way or the other by
-            # chance, and one kernel's speedup swung 0.64x-1.98x between judgings on an H100.
-            cuda_sleep(HOLD_CYCLES)
-            start, end = CudaEvent(enable_timing=True), CudaEvent(enable_timing=True)
-            event_record(start)
-            out = call(inputs)
-            event_record(end)
-            cuda_synchronize()
-            samples.append(event_elapsed(start, end))
-        else:
-            synchronize(device)
+    # every output of the block lives until the block ends, kept or not: which call is kept
+    # cannot be read off which outputs are freed (where the block's outputs fit in memory)
+    held: list | None = [] if keep and kept is not None and hold_outputs else None
+    with QUIET():
+        flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda") \
+            if device == "cuda" else None
+    with watch if watch is not None else contextlib.nullcontext():
+        for k in range(first, first + calls):
+            with QUIET():
+                inputs = sets.inputs(k)
+                if flush is not None:
+                    flush.zero_()
+                    # hold the stream a while after the flush, so the host has launched the
+                    # whole call before the GPU reaches it: the call is timed from its first
+                    # kernel to its last, never with the host's launch gaps. Without it, a call
+                    # whose launches take the host about as long as the flush takes the GPU was
+                    # timed one way or the other by chance, and one kernel's speedup swung
+                    # 0.64x-1.98x between judgings on an H100.
+                    cuda_sleep(HOLD_CYCLES)
+                    start, end = CudaEvent(enable_timing=True), CudaEvent(enable_timing=True)
+                    event_record(start)
+                else:
+                    synchronize(device)
             begin = perf_counter_ns()
             out = call(inputs)
-            synchronize(device)
-            samples.append((perf_counter_ns() - begin) / 1e6)
-        if k - first in keep and kept is not None:
-            kept[k] = unaliased(out, inputs)
-    sets.calls = first + calls
-    wall_ms = None
-    if flush is not None:
-        begin = perf_counter_ns()
-        for k in range(calls):
-            (untimed or call)(sets.sets[k % len(sets.sets)])
-        cuda_synchronize()
-        wall_ms = (perf_counter_ns() - begin) / calls / 1e6
+            if flush is None:
+                synchronize(device)
+                samples.append((perf_counter_ns() - begin) / 1e6)
+            with QUIET():
+                if flush is not None:
+                    event_record(end)
+                    cuda_synchronize()
+                    samples.append(event_elapsed(start, end))
+                if k - first in keep and kept is not None:
+                    kept[k] = read_out(out)
+                if held is not None:
+                    held.append(out)
+                del out
+        del held
+        sets.calls = first + calls
+        wall_ms = None
+        if flush is not None:
+            begin = perf_counter_ns()
+            for k in range(calls):
+                (untimed or call)(sets.sets[k % len(sets.sets)])
+            cuda_synchronize()
+            wall_ms = (perf_counter_ns() - begin) / calls / 1e6
     return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in keep]}
 
 
-def unaliased(value, inputs: list):
-    """A kept output as it was when its call returned. An output that is a view of an input
-    (`x.t()`, a slice, `x` itself) would change when that input set is refilled for a later
-    call, and a right answer would be judged wrong: such outputs are copied (after the clock
-    stopped)."""
-    storages = {x.untyped_storage().data_ptr() for x in inputs if type(x) is torch.Tensor}
+QUIET = torch._C.DisableTorchFunction     # the harness's own torch calls: not the candidate's
 
-    def copy(v):
-        if type(v) is torch.Tensor:   # never a subclass: its clone could compute, off the clock
-            return tensor_clone(v) if v.untyped_storage().data_ptr() in storages else v
-        if isinstance(v, (list, tuple)):
-            return [copy(x) for x in v]
-        return v
-    return copy(value) if storages else value
+
+def read_out(value):
+    """A kept output as it is the moment its call returns: copied before any more of the
+    candidate's code runs, so neither a later call reusing its buffer, an input refilled for
+    the next call, nor work the candidate finishes afterwards (a thread filling the buffer
+    late) changes what the judge sees. Never a subclass's clone: that could compute."""
+    if type(value) is torch.Tensor:
+        return tensor_clone(value)
+    if isinstance(value, (list, tuple)):
+        return [read_out(x) for x in value]
+    return value
 
 
 def time_callable(fn, device: str, calls: int = 20) -> dict:

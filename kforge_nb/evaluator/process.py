@@ -15,9 +15,8 @@ import subprocess
 import sys
 import threading
 import time
-from multiprocessing.connection import Connection
 
-from .zygote import recv_message, send_message
+from .wire import Channel, ProtocolError, recv, send
 
 
 class Zygote:
@@ -46,8 +45,8 @@ class Zygote:
     def _read(self) -> None:
         while True:
             try:
-                message = recv_message(self.sock)
-            except (OSError, EOFError):
+                message = recv(self.sock)
+            except (OSError, EOFError, ProtocolError):
                 message = None
             if message is None:
                 self.pids.put(None)
@@ -62,15 +61,15 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def fork(self, function: str, job: dict, log_fd: int) -> tuple[int, Connection]:
+    def fork(self, function: str, job: dict, log_fd: int) -> tuple[int, Channel]:
         ours, theirs = socket.socketpair()
         with self.lock:
-            send_message(self.sock, (function, job), [theirs.fileno(), log_fd])
+            send(self.sock, (function, job), [theirs.fileno(), log_fd])
             theirs.close()
             pid = self.pids.get(timeout=120)
         if pid is None:
             raise WorkerFailure("exit", "the kforge fork server died; see its output above")
-        return pid, Connection(ours.detach())
+        return pid, Channel(ours)
 
 
 _ZYGOTE: Zygote | None = None
@@ -88,7 +87,7 @@ def zygote() -> Zygote:
 
 class WorkerFailure(Exception):
     def __init__(self, kind: str, message: str, log_tail: str = ""):
-        self.kind = kind            # "crash", "timeout", "out_of_memory", "exit"
+        self.kind = kind            # "crash", "timeout", "out_of_memory", "exit", "protocol"
         self.log_tail = log_tail    # the end of the worker's log: what it said last
         super().__init__(message)
 
@@ -208,7 +207,7 @@ class Worker:
             self.peak_rss = max(self.peak_rss, peak)
             if not eof and self.conn.poll(0.05):
                 try:
-                    return self.conn.recv()
+                    return self.frame()
                 except EOFError:
                     eof = True   # the child is gone; its exit status says why
             code = self.server.exits.get(self.pid)
@@ -229,6 +228,28 @@ class Worker:
                 self.kill()
                 raise WorkerFailure("timeout", f"no answer within {self.timeout_s:g} s "
                                     "(an infinite loop or a hang?)", self.log.text_tail())
+
+    def frame(self) -> dict:
+        """The frame that has begun to arrive: whole within the deadline, a JSON object."""
+        self.conn.sock.settimeout(max(0.05, self.deadline - time.monotonic()))
+        try:
+            value = self.conn.recv()
+        except (socket.timeout, TimeoutError):
+            self.kill()
+            raise WorkerFailure("timeout", f"a message begun but not finished within "
+                                f"{self.timeout_s:g} s", self.log.text_tail()) from None
+        except ProtocolError as err:
+            self.kill()
+            raise WorkerFailure("protocol", f"protocol violation: {err}",
+                                self.log.text_tail()) from None
+        finally:
+            if self.conn.sock.fileno() >= 0:
+                self.conn.sock.settimeout(None)
+        if not isinstance(value, dict):
+            self.kill()
+            raise WorkerFailure("protocol", "protocol violation: a reply that is not a JSON "
+                                f"object ({type(value).__name__})", self.log.text_tail())
+        return value
 
     def extend(self, seconds: float) -> None:
         self.deadline = max(self.deadline, time.monotonic() + seconds)

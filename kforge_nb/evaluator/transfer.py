@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import torch
 
@@ -56,11 +57,53 @@ def host_buffer(device: torch.device) -> torch.Tensor:
     return torch.empty(CHUNK_BYTES, dtype=torch.uint8, pin_memory=pin)
 
 
+class BadOutput(ValueError):
+    """An output file that is not what `write_tensors` writes: the candidate's doing."""
+
+
+def header_of(f, size: int) -> list:
+    """The file's header, checked: a list of None or {dtype, shape} whose bytes are exactly
+    what follows it (a forged shape cannot make the judge allocate what was never written)."""
+    line = f.readline(1 << 20)
+    try:
+        header = json.loads(line)
+    except ValueError:
+        raise BadOutput("its header is not JSON") from None
+    if not isinstance(header, list):
+        raise BadOutput("its header is not a list of tensors")
+    total = 0
+    for entry in header:
+        if entry is None:
+            continue
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not (isinstance(entry, dict) and entry.get("dtype") in DTYPES and
+                isinstance(shape, list) and len(shape) <= 16 and
+                all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 40
+                    for n in shape)):
+            raise BadOutput(f"its header has an entry that is not a dtype and a shape: "
+                            f"{str(entry)[:80]}")
+        numel = 1
+        for n in shape:
+            numel *= n
+        total += numel * DTYPES[entry["dtype"]].itemsize
+    if total != size - len(line):
+        raise BadOutput(f"its header announces {total} bytes but {size - len(line)} follow")
+    return header
+
+
 def read_tensors(path: str, device: str) -> list:
-    """Read what `write_tensors` wrote, each tensor allocated once on `device`."""
+    """Read what `write_tensors` wrote, each tensor allocated once on `device`. A file that is
+    not what it wrote raises BadOutput."""
     out = []
-    with open(path, "rb") as f:
-        header = json.loads(f.readline())
+    try:   # the candidate made this file: not a link to elsewhere, not a FIFO to hang on
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        raise BadOutput(f"the output file cannot be read ({err.strerror})") from None
+    f = os.fdopen(fd, "rb")
+    with f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadOutput("the output file is not a regular file")
+        header = header_of(f, os.fstat(f.fileno()).st_size)
         buffer = host_buffer(torch.device(device))
         view = memoryview(buffer.numpy())
         for entry in header:
@@ -74,7 +117,7 @@ def read_tensors(path: str, device: str) -> list:
             while done < total:
                 n = f.readinto(view[:min(CHUNK_BYTES, total - done)])
                 if not n:
-                    raise EOFError(f"{path}: truncated")
+                    raise BadOutput("the output file is truncated")
                 dest[done:done + n].copy_(buffer[:n])
                 done += n
             out.append(t)

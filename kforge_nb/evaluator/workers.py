@@ -204,8 +204,12 @@ class Judge:
 
     def check(self, path: str, inputs_after: list) -> dict:
         trial, before, outputs = self.trial
-        data = transfer.read_tensors(path, self.device)
-        os.unlink(path)
+        try:
+            data = transfer.read_tensors(path, self.device)
+        except transfer.BadOutput as err:
+            return {"bad_output": str(err)}
+        finally:
+            remove(path)
         ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
                                            self.job["policy"], self.report)
         self.trial = outputs = data = None
@@ -232,8 +236,12 @@ class Judge:
     def check_sample(self, call: int, path: str) -> dict:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
         outputs = self.forward(self.sets.inputs(call))
-        data = transfer.read_tensors(path, self.device)
-        os.unlink(path)
+        try:
+            data = transfer.read_tensors(path, self.device)
+        except transfer.BadOutput as err:
+            return {"bad_output": str(err)}
+        finally:
+            remove(path)
         report = Correctness()
         ok, text = correctness.compare_outputs(outputs, data, self.job["policy"], report)
         del outputs, data
@@ -241,7 +249,8 @@ class Judge:
         return {"ok": ok, "text": text}
 
     def profile(self, trace: str) -> dict:
-        return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
+        return {"events": profile_fresh(lambda x: self.model(*x), self.sets, self.device,
+                                        trace)}
 
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         return run_hook(source, label, self.model, self.module, trial, self.device)
@@ -266,6 +275,13 @@ class Judge:
         eager = statistics.median(b[0] for b in blocks)
         ratio = statistics.median(b[0] / b[1] for b in blocks if b[1] > 0)
         return {"eager": {"median_ms": eager}, "compile": {"median_ms": eager / ratio}}
+
+
+def remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def count_flops(model, inputs) -> int | None:
@@ -325,14 +341,19 @@ def candidate_main(conn, job: dict) -> None:
     if command != "construct":
         return
     device = job["device"]
+    construction = audit.Calls()        # watched too: what __init__ computes is said
     try:
         cls = getattr(module, "ModelNew", None) or getattr(module, "NewModel")
-        model = build(cls, problem, job, device)
+        with construction:
+            model = build(cls, problem, job, device)
         weights = load_weights(model, harness.torch_load(weights_path, weights_only=True), device)
     except BaseException as exc:
         return fail(exc, "construct")
     poison_allocator(device)
-    conn.send({"constructed": True, "weights": weights, "tampered": integrity.changed(before)})
+    allowed = frozenset(job.get("allowed_ops") or ())
+    conn.send({"constructed": True, "weights": weights, "tampered": integrity.changed(before),
+               "construction": audit.unaudited(construction.seen, set(), allowed),
+               "unaudited": audit.thread_compute()})
     Candidate(conn, job, problem, model, device, before, fail).serve()
 
 
@@ -345,6 +366,8 @@ class Candidate:
         self.sets: list = []
         self.kept: dict = {}      # timed call number -> its output, until the judge has it
         self.allowed = frozenset(job.get("allowed_ops") or ())
+        self.audited = audit.Calls()   # torch functions the audited trials called
+        self.watched = audit.Calls()   # ... and every other call of the candidate's forward
 
     def serve(self) -> None:
         while True:
@@ -356,15 +379,22 @@ class Candidate:
             except BaseException as exc:
                 return self.fail(exc, f"{command} {args[0] if args else ''}".strip())
             reply["tampered"] = integrity.changed(self.before)
+            reply["unaudited"] = audit.unaudited(self.watched.seen, self.audited.seen,
+                                                 self.allowed) + audit.thread_compute()
             self.conn.send(reply)
 
     def audited_forward(self, inputs: list) -> tuple[list, dict]:
         launches = audit.Counter(audit.LAUNCHES)
         watch = audit.Audit(self.job["filename"], self.allowed)
-        with torch.no_grad(), watch:
+        with torch.no_grad(), self.audited, watch:
             value = self.model(*inputs)
         harness.synchronize(self.device)
         return value, audit.report(watch, launches)
+
+    def forward(self, inputs: list):
+        """A call outside the trials: the same forward, under the cheap watch."""
+        with torch.no_grad(), self.watched:
+            return self.model(*inputs)
 
     def trial(self, index: int, trial: dict, path: str) -> dict:
         inputs = harness.trial_inputs(self.problem, trial, self.device)
@@ -381,15 +411,16 @@ class Candidate:
     def prepare_timing(self, trials: list[dict]) -> dict:
         self.sets = harness.TimingSets([harness.trial_inputs(self.problem, t, self.device)
                                         for t in trials])
-        with torch.no_grad():
-            self.model(*self.sets.sets[0])        # warm
+        self.forward(self.sets.sets[0])        # warm
         return {"sets": len(self.sets.sets)}
 
-    def time(self, calls: int, keep: list[int]) -> dict:
-        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge."""
+    def time(self, calls: int, keep: list[int], hold: bool = True) -> dict:
+        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge
+        (`hold`: every output of the block lives until it ends)."""
         with torch.no_grad():
             timed = harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
-                                       self.device, keep=keep, kept=self.kept)
+                                       self.device, keep=keep, kept=self.kept,
+                                       hold_outputs=hold, watch=self.watched)
         harness.release(self.device)
         return timed
 
@@ -404,7 +435,7 @@ class Candidate:
         return {"written": path, "audit": {"compute": [], "launches": {}}}
 
     def profile(self, trace: str) -> dict:
-        return {"events": profile_fresh(self.model, self.sets, self.device, trace)}
+        return {"events": profile_fresh(self.forward, self.sets, self.device, trace)}
 
     def nsight(self, prefix: list[str], weights: str, trial: dict, timeout_s: float) -> dict:
         """Nsight Compute's counters of one forward, from a child of this worker (nsight.py)."""
@@ -456,14 +487,15 @@ def hook_values(returned) -> dict:
     return {"values": values, "errors": errors}
 
 
-def profile_fresh(model, sets, device: str, trace: str) -> list[dict]:
-    """One call profiled, on inputs refreshed just before (outside the profile): what the
-    trace shows is the kernel at work, never a memo serving an answer it has seen."""
+def profile_fresh(forward, sets, device: str, trace: str) -> list[dict]:
+    """One call of `forward(inputs)` profiled, on inputs refreshed just before (outside the
+    profile): what the trace shows is the kernel at work, never a memo serving an answer it
+    has seen."""
     inputs = sets.inputs(sets.calls)
     sets.calls += 1
     harness.synchronize(device)
     with torch.no_grad():
-        return harness.profile_callable(lambda: model(*inputs), device, trace, calls=1)
+        return harness.profile_callable(lambda: forward(inputs), device, trace, calls=1)
 
 
 def plain_outputs(value) -> tuple[list, str]:

@@ -3,57 +3,22 @@
 Why not multiprocessing's forkserver: it re-runs the caller's `__main__` in every child, which
 breaks scripts without a `__main__` guard and costs time. This one knows nothing of the caller.
 
-Protocol over a Unix socket (the parent holds the other end):
-  parent -> zygote: pickled (function name, job) with two file descriptors attached: the
+Protocol over a Unix socket (the parent holds the other end), JSON frames (wire.py):
+  parent -> zygote: [function name, job] with two file descriptors attached: the
                     child's end of a fresh connection to the parent, and the write end of
                     the pipe its stdout/stderr go to (the parent caps and keeps the log)
-  zygote -> parent: ("pid", pid) once forked; ("exit", pid, status) when a child ends
+  zygote -> parent: ["pid", pid] once forked; ["exit", pid, status] when a child ends
 The zygote exits when the parent closes the socket.
 """
 from __future__ import annotations
 
 import os
-import pickle
 import select
 import signal
 import socket
-import struct
 import sys
 
-
-def send_message(sock: socket.socket, obj, fds=()) -> None:
-    data = pickle.dumps(obj)
-    header = struct.pack("!I", len(data))
-    if fds:
-        socket.send_fds(sock, [header + data], list(fds))
-    else:
-        sock.sendall(header + data)
-
-
-def recv_exactly(sock: socket.socket, size: int, chunk: bytes = b"") -> bytes:
-    while len(chunk) < size:
-        more = sock.recv(size - len(chunk))
-        if not more:
-            raise EOFError("truncated message")
-        chunk += more
-    return chunk
-
-
-def recv_message(sock: socket.socket, with_fds: bool = False):
-    """One message (and the descriptors sent with it); None at end of stream.
-
-    Reads exactly one message's bytes: on a stream socket two messages sent back to back (a
-    child's exit and the next pid) arrive together, and the second must not be dropped."""
-    fds: list[int] = []
-    if with_fds:
-        chunk, fds, _, _ = socket.recv_fds(sock, 4, 8)
-    else:
-        chunk = sock.recv(4)
-    if not chunk:
-        return (None, []) if with_fds else None
-    size = struct.unpack("!I", recv_exactly(sock, 4, chunk))[0]
-    obj = pickle.loads(recv_exactly(sock, size))
-    return (obj, fds) if with_fds else obj
+from .wire import Channel, close_other_fds, recv, send
 
 
 def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
@@ -62,7 +27,10 @@ def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
     os.setsid()  # own process group: the parent can kill compilers we start along with us
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
-    os.close(log_fd)
+    # nothing else inherited: not the fork server's socket or files, not the terminal
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    close_other_fds(keep=(conn_fd,))
     spec = job.get("sandbox") or {}
     report = sandbox.enter_namespaces(spec) if spec else {}
     if str(report.get("processes", "")).startswith("isolated"):
@@ -71,9 +39,8 @@ def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
     try:
         if spec:
             job["sandbox_report"] = sandbox.finish(spec, report)
-        from multiprocessing.connection import Connection
         from . import workers
-        getattr(workers, function)(Connection(conn_fd), job)
+        getattr(workers, function)(Channel(conn_fd), job)
     except BaseException:  # the parent reads the log and the exit status
         import traceback
         traceback.print_exc()
@@ -132,11 +99,11 @@ def serve(sock: socket.socket) -> None:
     # that is the caller's to handle; the fork server carries on (and ends with its socket).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     children: set[int] = set()
-    send_message(sock, ("ready", os.getpid()))
+    send(sock, ("ready", os.getpid()))
     while True:
         readable, _, _ = select.select([sock], [], [], 0.05)
         if readable:
-            request, fds = recv_message(sock, with_fds=True)
+            request, fds = recv(sock, with_fds=True)
             if request is None:
                 break
             function, job = request
@@ -147,12 +114,12 @@ def serve(sock: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
             children.add(pid)
-            send_message(sock, ("pid", pid))
+            send(sock, ("pid", pid))
         for pid in list(children):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 children.discard(pid)
-                send_message(sock, ("exit", pid, os.waitstatus_to_exitcode(status)))
+                send(sock, ("exit", pid, os.waitstatus_to_exitcode(status)))
     for pid in children:
         try:
             os.killpg(pid, 9)
