@@ -188,12 +188,23 @@ def compile_only(problem: Problem, candidate: str, target: Target, options: Eval
     job = candidate_job(problem, candidate, target, options, folder, "cpu", True)
     worker = Worker("candidate_main", job, options.timeout_s, options.memory_bytes)
     try:
+        sandbox_report(worker)
         message = worker.recv()
         return failure_result(message, target) if "failed" in message else None
     except WorkerFailure as failure:
         return runtime_failure(failure)
     finally:
         worker.close()
+
+
+def sandbox_report(worker: Worker) -> dict:
+    """The worker's first frame: what its sandbox holds, sent before the candidate's code ran."""
+    report = worker.recv().get("sandbox")
+    if not isinstance(report, dict):
+        worker.kill()
+        raise WorkerFailure("protocol", "protocol violation: the worker's first frame is not "
+                            "its sandbox report")
+    return report
 
 
 def runtime_failure(failure: WorkerFailure) -> Result:
@@ -306,8 +317,8 @@ class Evaluation:
                     worker.close()
 
     def judged(self) -> Result:
+        self.sandbox = sandbox_report(self.worker)
         built = self.received(("built",), self.worker.recv())
-        self.sandbox = built.get("sandbox") or {}
         if "failed" in built:
             return failure_result(built, self.target)
         made = self.ask_candidate("construct", str(self.exchange / "weights.pt"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import types
 
 GUARDED = [
     "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic",
@@ -46,7 +47,8 @@ def own_functions() -> dict[str, tuple[object, str]]:
         if module is None:
             continue
         for attribute, value in list(vars(module).items()):
-            if callable(value) and not attribute.startswith("__"):
+            if (callable(value) or isinstance(value, types.ModuleType)) and \
+                    not attribute.startswith("__"):     # functions, classes, imported modules
                 out[f"kforge_nb.evaluator.{short}.{attribute}"] = (module, attribute)
             if isinstance(value, type) and value.__module__ == module.__name__:
                 for method, member in list(vars(value).items()):

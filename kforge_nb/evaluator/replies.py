@@ -78,8 +78,7 @@ def checked(command: tuple, reply: dict) -> dict:
         return reply
     name, args = command[0], command[1:]
     if name == "built":
-        need(reply.get("built") is True, "the first message is not `built`")
-        need(isinstance(reply.get("sandbox") or {}, dict), "`sandbox` is not an object")
+        need(reply.get("built") is True, "the candidate's build was not reported")
     elif name == "construct":
         need(reply.get("constructed") is True and isinstance(reply.get("weights"), str),
              "the reply to `construct` is malformed")

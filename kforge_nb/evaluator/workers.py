@@ -330,11 +330,14 @@ def candidate_main(conn, job: dict) -> None:
         conn.send({"failed": {"state": state, "phase": phase, **report},
                    "tampered": integrity.changed(before)})
 
+    # what the sandbox holds, said before any of the candidate's code runs in this process
+    # (after that, anything this process says is the candidate's to forge)
+    conn.send({"sandbox": job.get("sandbox_report") or {}})
     try:
         module = harness.load_module(source, filename, "kforge_candidate")
     except BaseException as exc:
         return fail(exc, "build")
-    conn.send({"built": True, "sandbox": job.get("sandbox_report")})
+    conn.send({"built": True})
     if job["compile_only"]:
         return
     command, weights_path = conn.recv()
