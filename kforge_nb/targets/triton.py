@@ -24,6 +24,36 @@ def defines_and_launches_jit_kernel(src: Source) -> list[str]:
                                 "as kernel[grid](...)"]
 
 
+def interpreting() -> bool:
+    """Whether Triton runs kernels under its CPU interpreter in this process."""
+    import os
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+def first_config_bench(kernel_call, quantiles=None, **_):
+    """Under the interpreter there is no driver, so no benchmarker: `triton.autotune` would fail
+    with "0 active drivers" before the kernel ever ran. Every config "takes" the same time,
+    so the autotuner keeps the first one, and no config is run just to be timed (interpreter
+    timings mean nothing anyway)."""
+    return [0.0, 0.0, 0.0] if quantiles else 0.0
+
+
+def autotune_under_interpreter() -> None:
+    """Let `@triton.autotune` kernels run under the CPU interpreter (the worker's environment):
+    the autotuner takes its first (pruned) config instead of benchmarking through a driver.
+    Only here: on a GPU the autotuner is untouched."""
+    if not interpreting():
+        return
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+    if getattr(Autotuner, "_kforge_interpreter", False):
+        return
+    Autotuner.do_bench = property(lambda self: first_config_bench)
+    Autotuner._kforge_interpreter = True
+
+
 def cuda_present() -> bool:
     import torch
     return torch.cuda.is_available()
@@ -35,6 +65,11 @@ class TritonTarget(Target):
     summary = "Triton kernels (GPU; CPU interpreter for correctness only)"
     required = [Rule("triton-kernel", "a triton candidate defines a @triton.jit kernel and "
                      "launches it", defines_and_launches_jit_kernel)]
+
+    def __init__(self):
+        # the worker builds its target before it imports the candidate: the place to make
+        # the interpreter able to run autotuned kernels (a no-op off the interpreter)
+        autotune_under_interpreter()
 
     def device(self) -> str:
         return "cuda" if cuda_present() else "cpu"

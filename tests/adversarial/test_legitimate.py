@@ -30,6 +30,19 @@ RUNS_HERE = {
         ("softmax", "cpp_softmax", "cpp", "native x6"),
     "the shipped triton example":
         ("softmax", "triton_softmax", "triton", "triton x6"),
+    # the red team's false rejections: each is read as code now, not as text
+    "C++ asks std::thread::hardware_concurrency() (a query, no thread)":
+        ("relu", "cpp_relu_hardware_concurrency", "cpp", "native x6"),
+    'several functions in one extern "C" { ... } block':
+        ("softmax_rows", "cpp_softmax_extern_c_block", "cpp", "native x12"),
+    "std::int64_t / std::size_t / const float* __restrict__ parameters":
+        ("relu", "cpp_relu_std_types", "cpp", "native x6"),
+    "comments, strings and docstrings that mention fast-math, autocast, float16":
+        ("relu", "cpp_relu_comments_mention_fast_math", "cpp", "native x6"),
+    "allow_tf32 = False (stricter than the policy)":
+        ("relu", "cpp_relu_strict_tf32", "cpp", "native x6"),
+    "@triton.autotune under the CPU interpreter":
+        ("relu", "triton_relu_autotune", "triton", "triton x6"),
 }
 
 
@@ -49,7 +62,8 @@ def test_legitimate_kernel_is_correct(name, options):
 
 
 @pytest.mark.parametrize("candidate", [c for _, c, _, _ in RUNS_HERE.values()]
-                         + ["metal_softmax_lazy_shader", "metal_softmax", "cuda_softmax"])
+                         + ["metal_softmax_lazy_shader", "metal_softmax", "cuda_softmax",
+                            "cuda_relu_current_stream"])
 def test_the_static_pass_lets_every_legitimate_form_through(candidate):
     """The name-based first pass fires on none of them: the run-time audit decides."""
     text = source(candidate)
@@ -70,6 +84,19 @@ def test_metal_shader_compiled_inside_forward_is_unavailable_not_rejected(option
 def test_cuda_example_is_not_rejected(options):
     result = run("softmax", "cuda_softmax", "cuda", options)
     assert result.state != REJECTED, result.message
+    if torch.cuda.is_available():
+        assert result.state == CORRECT, result.message
+    else:
+        assert result.state == UNAVAILABLE, result.message
+        assert "no CUDA GPU" in result.message
+
+
+def test_launch_on_the_current_stream_is_not_an_extra_stream(options):
+    """`with torch.cuda.stream(torch.cuda.current_stream()):` switches to the stream torch is
+    on already; the `extern "C" { }` launcher takes it as its cudaStream_t."""
+    result = run("relu", "cuda_relu_current_stream", "cuda", options)
+    assert result.state != REJECTED, result.message
+    assert result.rules == []
     if torch.cuda.is_available():
         assert result.state == CORRECT, result.message
     else:
