@@ -1,0 +1,64 @@
+"""Exploit (a malformed exchange file, written after the real writer): nothing in the harness is
+rebound. __init__ starts a thread (through sys.modules: no import for a rule to read) that
+watches the run's exchange folder and, each time the worker's own writer has put a trial's
+output there (trial<i>.bin, moved into place atomically), replaces it at once with a file
+whose header claims a float32 tensor of 2**40 elements, before the judge opens it. The judge
+must blame the candidate's output (a protocol violation), never say the reference failed."""
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+from kforge_nb.runtime import cpp
+
+HEADER = b'[{"dtype": "torch.float32", "shape": [1099511627776]}]\n'
+
+source = r"""
+#include <cstdint>
+
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+kernels = cpp.load(source)
+threads = vars(sys)["modules"]["_thread"]
+
+
+def spoil_outputs(folder: str) -> None:
+    spoiled = set()
+    while True:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        for name in names:
+            if not (name.startswith("trial") and name.endswith(".bin")):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                stamp = (name, os.stat(path).st_ino)
+            except OSError:
+                continue
+            if stamp in spoiled:
+                continue
+            with open(path + ".late", "wb") as f:
+                f.write(HEADER + bytes(16))
+            os.replace(path + ".late", path)
+            spoiled.add((name, os.stat(path).st_ino))
+        time.sleep(0.0002)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        here = os.path.dirname(os.path.abspath(__file__))
+        threads.start_new_thread(spoil_outputs, (os.path.join(here, "exchange"),))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        kernels.relu(x, y, x.numel())
+        return y
