@@ -67,6 +67,20 @@ class Timing:
     compile_policy_ms: float | None = None
     speedup_vs_eager_policy: float | None = None
     speedup_vs_compile_policy: float | None = None
+    # every speedup is an interval: a 95 % interval [low, high] over the paired ratios of the
+    # interleaved rounds (None where there is no timing); `noisy`: it stayed wider than the
+    # goal when the rounds ran out, and `noise_note` says so in a sentence
+    speedup_vs_eager_ci: list[float] | None = None
+    speedup_vs_compile_ci: list[float] | None = None
+    noisy: bool = False
+    noise_note: str = ""
+    # the machine was busy while timing (load against cores, the worker's CPU time against
+    # wall time, involuntary context switches): `busy_note` says what was seen
+    busy: bool = False
+    busy_note: str = ""
+    # a torch.compile figure from another moment: shown with its age, never in a ratio
+    compile_cached_ms: float | None = None
+    compile_cached_age_s: float | None = None
 
 
 @dataclass
@@ -79,6 +93,9 @@ class Roofline:
     speed_of_light_ms: float | None = None
     fraction_of_sol: float | None = None   # speed_of_light_ms / candidate_ms
     bound: str | None = None               # "memory" or "compute"
+    # above 1: the measured ceiling is too low (an honest kernel cannot beat the hardware);
+    # views cap the bar at 100 % and say "ceiling underestimated"
+    ceiling_exceeded: bool = False
 
 
 @dataclass
