@@ -165,11 +165,11 @@ def test_a_local_worker_killed_mid_candidate_gets_it_requeued_once_then_reported
     from kforge_nb.executors.local import LocalWorkers
     from kforge_nb.problem import Problem
     from kforge_nb.targets import get_target
-    from tests.support.bench_suite import add_waiting_problem
+    from tests.support.bench_suite import add_waiting_problem, waiting_flag
 
     problems, cands = write_suite(tmp_path)
-    flag = tmp_path / "go"
-    add_waiting_problem(problems, cands, flag)
+    flag = waiting_flag()
+    add_waiting_problem(problems, cands)
     problem = Problem.from_file(problems / "level2" / "5_relu_waits.py")
     code = (cands / "level2" / "5_relu_waits.py").read_text()
     options = EvalOptions(baselines=("eager",), out_dir=tmp_path / "runs", trials=1,

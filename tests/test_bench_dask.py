@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.support.bench_suite import EXPECTED, add_waiting_problem, write_suite
+from tests.support.bench_suite import EXPECTED, add_waiting_problem, waiting_flag, write_suite
 from tests.support.evaluator import EXAMPLES
 
 distributed = pytest.importorskip("distributed")
@@ -83,8 +83,8 @@ def workers_up(client, count):
 def test_a_dask_bench_gives_the_local_verdicts_and_survives_a_killed_worker(
         cluster, kforge_cli, tmp_path):
     problems, cands = write_suite(tmp_path)
-    flag = tmp_path / "go"
-    waiting = add_waiting_problem(problems, cands, flag)
+    flag = waiting_flag()
+    waiting = add_waiting_problem(problems, cands)
     expected = {**EXPECTED, waiting: "correct"}
     cluster.worker("wA")
     cluster.worker("wB")
@@ -206,8 +206,8 @@ def test_the_agent_over_a_suite_with_its_candidates_judged_on_the_cluster(cluste
 
 def test_a_scheduler_lost_mid_bench_is_one_line_and_the_finished_rows_resume(cluster, tmp_path):
     problems, cands = write_suite(tmp_path)
-    flag = tmp_path / "go"
-    add_waiting_problem(problems, cands, flag)
+    flag = waiting_flag()
+    add_waiting_problem(problems, cands)
     cluster.worker("wA")
     client = cluster.client()
     workers_up(client, 1)

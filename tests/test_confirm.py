@@ -2,12 +2,17 @@
 before the best is named. Driven by the real `anthropic` SDK against the scripted Messages API
 on 127.0.0.1, with real g++ builds; the timings that matter are scripted by a flag file the test
 creates when the final judging starts (a candidate sleeps 10 ms a call while it exists, or
-while it does not), so the outcome does not depend on the machine's speed."""
+while it does not), so the outcome does not depend on the machine's speed. The sandbox shows a
+candidate none of the test's folders: the flag lies in the one cache folder it sees, its own
+(one per candidate text, evaluator/sandbox.source_cache)."""
 from __future__ import annotations
 
 import json
 
+from pathlib import Path
+
 from kforge_nb.agents import AgentConfig
+from kforge_nb.evaluator.sandbox import source_cache
 from kforge_nb.problem import Problem
 from kforge_nb.session import Budget, Session
 from kforge_nb.session.confirm import sentence
@@ -15,9 +20,28 @@ from kforge_nb.ui.terminal import Progress
 from tests.test_session_anthropic import GOOD, PROBLEM, answer, api, options  # noqa: F401
 
 
-def sleeping(flag, while_there: bool, seconds: float = 0.01) -> str:
-    """GOOD, `seconds` slower a call while `flag` exists (or while it does not)."""
-    test = f"os.path.exists({str(flag)!r})"
+FLAG = 'os.path.exists(os.path.join(os.environ["KFORGE_CACHE"], "final-judging"))'
+
+
+def flags(*candidates: str) -> list[Path]:
+    """Where each candidate's sandbox sees its flag; none there yet."""
+    out = []
+    for text in candidates:
+        flag = source_cache(Path(), text) / "final-judging"
+        flag.parent.mkdir(parents=True, exist_ok=True)
+        flag.unlink(missing_ok=True)
+        out.append(flag)
+    return out
+
+
+def touch(paths: list[Path]) -> None:
+    for path in paths:
+        path.touch()
+
+
+def sleeping(while_there: bool, seconds: float = 0.01) -> str:
+    """GOOD, `seconds` slower a call while its flag exists (or while it does not)."""
+    test = FLAG
     return GOOD.replace("import torch\n", "import os\nimport time\n\nimport torch\n", 1).replace(
         "        x = x.contiguous()\n",
         f"        if {'' if while_there else 'not '}{test}:\n"
@@ -35,14 +59,14 @@ SLOW_EAGER = Problem.from_string(PROBLEM.source.replace(
 
 
 def test_a_lucky_first_timing_does_not_name_the_best(api, tmp_path):  # noqa: F811
-    flag = tmp_path / "final-judging"
-    lucky, steady = sleeping(flag, True, 0.1), sleeping(flag, False, 0.1)
+    lucky, steady = sleeping(True, 0.1), sleeping(False, 0.1)
+    flag = flags(lucky, steady)
     api([answer(lucky), answer(steady)])
     session = Session(SLOW_EAGER, "cpp", AgentConfig(provider="anthropic"),
                       Budget(iterations=1, samples=2, confirm=2, patience=None),
                       options(tmp_path), out=tmp_path)
     lines = []
-    session.subscribe(lambda e: flag.touch() if e.kind == "confirming" else None)
+    session.subscribe(lambda e: touch(flag) if e.kind == "confirming" else None)
     session.subscribe(Progress(stream=type("S", (), {"write": lambda self, t: lines.append(t),
                                                       "flush": lambda self: None})()))
     session.run()
@@ -70,15 +94,15 @@ def test_a_lucky_first_timing_does_not_name_the_best(api, tmp_path):  # noqa: F8
 
 
 def test_a_finalist_wrong_when_judged_again_is_dropped(api, tmp_path):  # noqa: F811
-    flag = tmp_path / "final-judging"
     flaky = GOOD.replace("import torch\n", "import os\n\nimport torch\n", 1).replace(
-        "x.numel() // cols, cols)", f"x.numel() // cols, cols // 2 if os.path.exists("
-        f"{str(flag)!r}) else cols)", 1)          # half rows: wrong once the flag is there
-    api([answer(flaky), answer(sleeping(flag, False))])
+        "x.numel() // cols, cols)", f"x.numel() // cols, cols // 2 if {FLAG} else cols)",
+        1)                                        # half rows: wrong once the flag is there
+    flag = flags(flaky, sleeping(False))
+    api([answer(flaky), answer(sleeping(False))])
     session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
                       Budget(iterations=1, samples=2, confirm=3, patience=None),
                       options(tmp_path), out=tmp_path)
-    session.subscribe(lambda e: flag.touch() if e.kind == "confirming" else None)
+    session.subscribe(lambda e: touch(flag) if e.kind == "confirming" else None)
     session.run()
     confirmed = next(e for e in session.events if e.kind == "confirmed").data
     dropped = next(j for j in confirmed["judged"] if j["median"] is None)

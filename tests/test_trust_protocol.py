@@ -207,3 +207,38 @@ def test_torch_calls_only_outside_the_trials_are_named():
         torch.relu(x)
     assert audit.unaudited(watched.seen, audited.seen, frozenset()) == ["torch.relu"]
     assert audit.unaudited(watched.seen, audited.seen, frozenset({"relu"})) == []
+
+
+# --- the run folder --------------------------------------------------------------------------
+
+PLANTS = '''
+import os as _os
+_top = _os.path.dirname(_os.environ["HOME"])          # the run folder, above its HOME
+_said = []
+for _name in ("planted.txt", "result.json", ".result.json.tmp1-1"):
+    try:
+        if _name == "planted.txt":
+            open(_os.path.join(_top, _name), "w").write("x")
+        else:
+            _os.symlink("/nonexistent/kforge-planted", _os.path.join(_top, _name))
+        _said.append(_name + ": written")
+    except OSError as _err:
+        _said.append(_name + ": " + _err.strerror)
+open(_os.path.join(_top, "exchange", "said.txt"), "w").write("\\n".join(_said))
+'''
+
+
+def test_the_candidate_writes_its_home_and_exchange_never_the_run_folder_itself(options):
+    """The parent writes result.json, logs and weights in the run folder: a link planted there
+    would be followed by a process with your rights."""
+    from kforge_nb.evaluator import evaluate
+    from kforge_nb.result import CORRECT
+    from tests.support.evaluator import candidate_source, load_problem
+    result = evaluate(load_problem("relu"), candidate_source("cpp_relu") + PLANTS, "cpp",
+                      options(measure=False))
+    assert result.state == CORRECT, result.message
+    folder = __import__("pathlib").Path(result.artifacts)
+    said = (folder / "exchange" / "said.txt").read_text().splitlines()
+    assert len(said) == 3 and not any(line.endswith("written") for line in said), said
+    assert not (folder / "planted.txt").exists()
+    assert not (folder / "result.json").is_symlink()

@@ -11,11 +11,13 @@
     reference; the candidate draws the same inputs, runs under the audit of what it dispatched
     and launched, and streams its outputs to the judge, which compares them on the device.
     Compute with torch ops -> `rejected` (op and line named); no kernel of its own -> `rejected`.
- 5. Timing (correct candidates only): reference and candidate timed in alternating blocks over
-    rotating input sets; the speedup is the median of paired ratios; a timed call's output is
-    checked again; a speedup over 10x is timed twice. Under --precision tf32/bf16/fp16 the
-    reference as run under that policy (policy.py) is a third block of each round. Profiles,
-    roofline.
+ 5. Timing (correct candidates only): reference, torch.compile (compiled once by the judge)
+    and candidate timed in alternating blocks over rotating input sets, round after round until
+    the 95 % interval of the speedup is within ±5 % or a time cap (stats.py); each speedup is
+    the median of paired ratios with its interval; a timed call's output is checked again; a
+    speedup over 10x is timed twice; on the CPU, competition for it is read meanwhile (busy).
+    Under --precision tf32/bf16/fp16 the reference as run under that policy (policy.py) is a
+    side of each round too. Profiles (the median of several calls), roofline.
  6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
     candidate in its worker, on inputs drawn from one seed; its failures are reported in
     `measures`, never in the verdict.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -44,9 +47,9 @@ from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, RUNTIME_ERRO
 from ..runtime.native import cache_dir
 from ..targets import Target, get_target
 from ..guardrails import Guardrails
-from . import clocks, nsight, replies, sandbox
+from . import clocks, nsight, replies, sandbox, transfer, stats
 from .device_lock import cpu_work, timing_lock
-from .process import Worker, WorkerFailure, default_memory_limit
+from .process import Worker, WorkerFailure, default_memory_limit, descendants
 from .wire import ProtocolError
 from ..pyparse import parse_ast
 
@@ -57,6 +60,11 @@ PHYSICS_LIMIT = 4.0
 HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
 NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
 NSIGHT_TIMEOUT_S = 150.0
+# the interleaved rounds go on until the interval is narrow, for at most this many times the
+# timing budget, and never more than TIMING_CAP_S (the fewest rounds always run)
+TIMING_CAP_FACTOR = 4.0
+TIMING_CAP_S = 120.0
+PROFILE_GAP = 2.0        # a profiled call this many times off the timed median is said
 
 
 @dataclass
@@ -72,7 +80,8 @@ class EvalOptions:
     seed: int = 0
     out_dir: str | Path = "kforge-runs"
     timing_budget_s: float = 1.0    # for the interleaved timing rounds, both sides together
-    timing_rounds: int = 7
+    timing_rounds: int = 6          # the fewest interleaved rounds (more until the interval
+    #                                 of the speedup is within ±5 %, or the time cap)
     sandbox: bool = True            # --no-sandbox turns it off (and every verdict says so)
     # Nsight Compute's counters of a correct candidate, where ncu can profile (nsight.py). They
     # cost ~13 s a candidate on an H100 and only an analyst reads them, so a session asks for
@@ -179,7 +188,8 @@ def candidate_job(problem: Problem, candidate: str, target: Target, options: Eva
             "device": device, "compile_only": compile_only, "init_seed": options.seed,
             "precision": options.precision, "allowed_ops": allowed,
             "env": target.worker_env(), "log": str(folder / "worker.log"),
-            "sandbox": sandbox.plan(folder, options.sandbox)}
+            "sandbox": sandbox.plan(folder, options.sandbox, candidate,
+                                        options.memory_bytes)}
 
 
 def compile_only(problem: Problem, candidate: str, target: Target, options: EvalOptions,
@@ -287,7 +297,7 @@ class Evaluation:
                "precision": "strict",               # the reference is always full fp32
                "policy": self.options.precision,    # what the comparison tolerates
                "memory_bytes": self.options.memory_bytes,
-               "weights": str(self.exchange / "weights.pt"),
+               "weights": str(self.folder / "weights.pt"),   # the candidate reads it
                "log": str(self.folder / "reference.log")}
         # building and checking on the CPU wait for (and hold off) a timing of the CPU
         self.working = contextlib.ExitStack()
@@ -321,7 +331,7 @@ class Evaluation:
         built = self.received(("built",), self.worker.recv())
         if "failed" in built:
             return failure_result(built, self.target)
-        made = self.ask_candidate("construct", str(self.exchange / "weights.pt"))
+        made = self.ask_candidate("construct", str(self.folder / "weights.pt"))
         if "failed" in made:
             return failure_result(made, self.target)
         self.construction = [n for n in made.get("construction", []) if isinstance(n, str)]
@@ -425,18 +435,17 @@ class Evaluation:
         ready = self.ask_candidate("prepare_timing", sets)
         if "failed" in ready:
             return self.overturn(result, failure_result(ready, self.target))
-        rounds = 1 if note else max(3, self.options.timing_rounds)
-        # under tf32/bf16/fp16 the reference as run under that policy is a third side
-        with_policy = bool(self.policy.get("timed")) and not note
-        calls = (2, 2) if note else self.calibrate(rounds, with_policy)
-        paired = self.interleave(rounds, calls)
-        speedup = statistics.median(paired["ratios"])
+        rounds = 1 if note else max(stats.MIN_ROUNDS, self.options.timing_rounds)
+        sides = self.timing_sides(note)
+        calls = {side: 2 for side in sides} if note else self.calibrate(rounds, sides)
+        paired = self.interleave(rounds, calls, adaptive=not note)
+        speedup = statistics.median(paired["ratios"]["judge"])
         rechecked = False
         if not note and speedup > SUSPICIOUS_SPEEDUP:
             again = self.interleave(rounds, calls)     # too good to believe once
             rechecked = True
-            if statistics.median(again["ratios"]) < speedup:
-                paired, speedup = again, statistics.median(again["ratios"])
+            if statistics.median(again["ratios"]["judge"]) < speedup:
+                paired, speedup = again, statistics.median(again["ratios"]["judge"])
         if self.check_timed_calls(result, paired["kept"]):
             return
         self.fill_timing(result, paired, speedup, rechecked, note)
@@ -453,75 +462,125 @@ class Evaluation:
         self.lap("profile")
         self.read_counters(result)
 
-    def calibrate(self, rounds: int, with_policy: bool = False) -> tuple[int, ...]:
-        """Calls per block on each side (reference, candidate[, reference under the policy]),
-        so that all blocks together take about the budget."""
-        asks = [lambda: self.ask_judge("time", 2), lambda: self.ask_candidate("time", 2, [])]
-        if with_policy:
-            asks.append(lambda: self.ask_judge("time", 2, True))
-        per_block = self.options.timing_budget_s / (len(asks) * rounds)
-        counts = []
-        for ask in asks:
-            reply = ask()
+    def timing_sides(self, note: str) -> tuple[str, ...]:
+        """The blocks of a round: eager ("judge") and the candidate; under tf32/bf16/fp16 the
+        reference as run under that policy ("policy"); where the baselines ask for it,
+        torch.compile'd once by the judge ("compile", and "compile_policy" under the policy).
+        A compile that fails is a note (self.compile_errors), never a figure."""
+        self.compile_errors: dict[str, str] = {}
+        with_policy = bool(self.policy.get("timed")) and not note
+        sides = ["policy"] if with_policy else []
+        if "compile" in self.options.baselines and not note:
+            for side, under in (("compile_policy", True), ("compile", False)):
+                if side == "compile_policy" and not with_policy:
+                    continue
+                reply = self.ask_judge("prepare_compile", under)
+                if reply.get("compiled"):
+                    sides.append(side)
+                else:
+                    self.compile_errors[side] = str(reply.get("error") or "it failed")
+            self.lap("torch.compile")
+        return tuple(sides) + ("judge", "candidate")
+
+    def ask_side(self, side: str, calls: int, keep: list[int] = (), hold: bool = True) -> dict:
+        """One timed block of `side` (see timing_sides)."""
+        if side == "candidate":
+            return self.ask_candidate("time", calls, list(keep), hold)
+        return self.ask_judge("time", calls, side in ("policy", "compile_policy"),
+                              side.startswith("compile"))
+
+    def calibrate(self, rounds: int, sides: tuple[str, ...]) -> dict[str, int]:
+        """Calls per block on each side, so that the fewest rounds together take about the
+        budget."""
+        per_block = self.options.timing_budget_s / (len(sides) * rounds)
+        counts = {}
+        for side in sides:
+            reply = self.ask_side(side, 2)
             if "failed" in reply:
                 raise CandidateFailed(failure_result(reply, self.target))
             samples = reply["samples"]
-            # 50 calls a block at most: 7 rounds give hundreds of samples a side already
-            counts.append(int(min(50, max(3, per_block / max(min(samples), 1e-6) * 1e3))))
-        return tuple(counts)
+            # 50 calls a block at most: the rounds give hundreds of samples a side already
+            counts[side] = int(min(50, max(3, per_block / max(min(samples), 1e-6) * 1e3)))
+        return counts
 
-    def interleave(self, rounds: int, calls: tuple[int, ...]) -> dict:
-        """Reference and candidate in alternating blocks (ABBA order cancels drift); with a
-        third count in `calls`, the reference under the precision policy as a third block
-        (P R C, then C R P: each side's mean position over two rounds is the same). The
+    def timing_cap_s(self) -> float:
+        """How long the rounds may go on looking for a narrow interval (the fewest rounds
+        always run)."""
+        return min(TIMING_CAP_FACTOR * self.options.timing_budget_s, TIMING_CAP_S)
+
+    def interleave(self, rounds: int, calls: dict[str, int], adaptive: bool = True) -> dict:
+        """The sides in alternating blocks (ABBA order cancels drift: the order of a round is
+        reversed in the next, so each side's mean position over two rounds is the same).
+        `rounds` is the fewest; with `adaptive`, rounds are added until the interval of the
+        speedup over eager is within ±5 % or the time cap is reached (stats.enough_rounds).
+        Each round gives one ratio a side: that side's median over the candidate's. The
         candidate keeps the outputs of timed calls picked at random (all of them when there
-        are few), so an answer that is right only on some calls cannot count on which."""
-        eager, cand, walls, ratios, kept = [], [], [], [], []
-        under, under_ratios, clocked = [], [], []
+        are few), so an answer that is right only on some calls cannot count on which. The
+        CPU time of the machine, ours and the worker's is read around it all (busy)."""
+        sides = tuple(calls)
+        times = {side: [] for side in sides}
+        ratios = {side: [] for side in sides if side != "candidate"}
+        walls, clocked, kept = [], [], []
         # every output of a block held until it ends, where they fit (harness.time_calls)
-        hold = calls[1] * self.summary.get("output_bytes", 0) <= 1 << 30
+        hold = calls["candidate"] * self.summary.get("output_bytes", 0) <= 1 << 30
         chooser = random.SystemRandom()
         checked_round = chooser.randrange(rounds)
-        sides = ("policy", "judge", "candidate")[3 - len(calls):]
-        for k in range(rounds):
+        watch = self.cpu_watch()
+        began = time.monotonic()
+        stop = ""
+        k = 0
+        while True:
             order = sides if k % 2 == 0 else sides[::-1]
             block = {}
             for side in order:
+                if side == "candidate":
+                    few = calls[side] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
+                    keep = [] if k != checked_round else list(range(calls[side])) if few \
+                        else [chooser.randrange(calls[side])]
+                    block[side] = self.ask_side(side, calls[side], keep, hold)
+                    if "failed" in block[side]:
+                        raise CandidateFailed(failure_result(block[side], self.target))
+                    candidate_wall = self.last_wall_ms
+                    continue
+                started = time.monotonic()
+                block[side] = self.ask_side(side, calls[side])
                 if side == "judge":
-                    began = time.monotonic()
-                    block[side] = self.ask_judge("time", calls[0])
-                    judge_wall = (time.monotonic() - began) * 1e3
-                    continue
-                if side == "policy":
-                    block[side] = self.ask_judge("time", calls[2], True)
-                    continue
-                few = calls[1] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
-                keep = [] if k != checked_round else list(range(calls[1])) if few \
-                    else [chooser.randrange(calls[1])]
-                block[side] = self.ask_candidate("time", calls[1], keep, hold)
-                if "failed" in block[side]:
-                    raise CandidateFailed(failure_result(block[side], self.target))
-                candidate_wall = self.last_wall_ms
-            r, c = (statistics.median(block[s]["samples"]) for s in ("judge", "candidate"))
-            eager.append(r)
-            cand.append(c)
-            ratios.append(r / c if c > 0 else float("inf"))
-            if "policy" in block:
-                p = statistics.median(block["policy"]["samples"])
-                under.append(p)
-                under_ratios.append(p / c if c > 0 else float("inf"))
+                    judge_wall = (time.monotonic() - started) * 1e3
+            medians = {side: statistics.median(block[side]["samples"]) for side in sides}
+            c = medians["candidate"]
+            for side in sides:
+                times[side].append(medians[side])
+                if side != "candidate":
+                    ratios[side].append(medians[side] / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
             if k == checked_round:
                 kept = block["candidate"]["kept"]
             clocked.append((clocks.Block(block["judge"]["samples"], judge_wall),
                             clocks.Block(block["candidate"]["samples"], candidate_wall)))
+            k += 1
+            if not adaptive:
+                if k >= rounds:
+                    break
+                continue
+            done, stop = stats.enough_rounds(ratios["judge"], time.monotonic() - began,
+                                             self.timing_cap_s(), min_rounds=rounds)
+            if done:
+                break
         lie = clocks.disagreement(clocked, passes=2 if self.device == "cuda" else 1)
         if lie:
             raise CandidateFailed(Result(REJECTED, f"{lie} (rule `clock-disagrees`)",
                                          rules=["clock-disagrees"]))
-        return {"eager": eager, "candidate": cand, "ratios": ratios, "walls": walls,
-                "calls": calls, "kept": kept, "policy": under, "policy_ratios": under_ratios}
+        return {"times": times, "ratios": ratios, "walls": walls, "stop": stop,
+                "calls": calls, "kept": kept, "cpu": watch.stop() if watch else None}
+
+    def cpu_watch(self) -> clocks.CpuWatch | None:
+        """On the CPU: who else had it while timing (stats.busy_decision)."""
+        if self.device != "cpu":
+            return None
+        worker = descendants(self.worker.pid)
+        ours = [os.getpid(), *descendants(self.judge.pid), *worker]
+        return clocks.CpuWatch(ours, worker).start()
 
     def check_timed_calls(self, result: Result, calls: list[int]) -> bool:
         """The kept timed calls' outputs must be right too (a memo or a skipped computation
@@ -553,10 +612,11 @@ class Evaluation:
 
     def fill_timing(self, result: Result, paired: dict, speedup: float, rechecked: bool,
                     note: str) -> None:
-        median = statistics.median(paired["candidate"])
-        eager = statistics.median(paired["eager"])
-        ratios = paired["ratios"]
-        q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [speedup] * 3
+        times, ratios = paired["times"], paired["ratios"]
+        median = statistics.median(times["candidate"])
+        eager = statistics.median(times["judge"])
+        q = statistics.quantiles(ratios["judge"], n=4) if len(ratios["judge"]) >= 4 \
+            else [speedup] * 3
         wall = statistics.median(paired["walls"]) if paired["walls"] else None
         factor = 1.0        # what the wall clock changes in every speedup
         if wall and wall > 3 * median and wall - median > 0.05:
@@ -565,33 +625,46 @@ class Evaluation:
             factor = median / wall
             speedup *= factor
             median = wall
-        cached = self.cached_baselines() if "compile" in self.options.baselines and not note else {}
-        compile_ms, vs_compile = None, None
-        if cached.get("compile_ms") and cached.get("eager_ms"):
-            compile_ms = cached["compile_ms"]
-            vs_compile = speedup * compile_ms / cached["eager_ms"]
-        result.timing = Timing(
-            real=not note or note.startswith("device events"), note=note,
+        real = not note or note.startswith("device events")
+        interval = lambda side: scaled(stats.median_interval(ratios[side]), factor)  # noqa: E731
+        t = result.timing = Timing(
+            real=real, note=note,
             device=devices.peaks(self.device)[0] if not note else self.device,
-            candidate_ms=median, eager_ms=eager, compile_ms=compile_ms,
-            candidate_spread=None, repeats=sum(paired["calls"][:2]) * len(ratios),
-            rechecked=rechecked, speedup_vs_eager=speedup, speedup_vs_compile=vs_compile,
-            speedup_spread=(q[2] - q[0]) / speedup if speedup else None, rounds=len(ratios),
+            candidate_ms=median, eager_ms=eager, candidate_spread=None,
+            repeats=sum(paired["calls"][s] for s in ("judge", "candidate")) * len(
+                ratios["judge"]),
+            rechecked=rechecked, speedup_vs_eager=speedup,
+            speedup_spread=(q[2] - q[0]) / speedup if speedup else None,
+            rounds=len(ratios["judge"]),
             input_sets=len(self.options.timing_sets(self.summary.get("input_bytes", 0))))
-        if cached.get("error"):
-            result.timing.note = (result.timing.note + "; " if result.timing.note else "") + \
-                "torch.compile baseline failed: " + cached["error"]
-        self.fill_policy(result.timing, paired, factor, bool(cached))
+        if real:
+            t.speedup_vs_eager_ci = interval("judge")
+            t.noise_note = stats.noise_sentence(ratios["judge"])
+            t.noisy = bool(t.noise_note)
+            if "compile" in ratios:
+                t.compile_ms = statistics.median(times["compile"])
+                t.speedup_vs_compile = statistics.median(ratios["compile"]) * factor
+                t.speedup_vs_compile_ci = interval("compile")
+        for side, error in getattr(self, "compile_errors", {}).items():
+            under = f" under {self.policy.get('label')}" if side == "compile_policy" else ""
+            t.note = (t.note + "; " if t.note else "") + \
+                f"torch.compile{under} failed, so there is no figure beside it: {error}"
+        if real:
+            self.cached_baselines(t, eager)
+        if paired.get("cpu"):
+            cpu = paired["cpu"]
+            t.busy, t.busy_note = stats.busy_decision(
+                cpu["load1"], cpu["cores"], cpu["others_cores"], cpu["worker_cpu_s"],
+                cpu["wall_s"], cpu["preempted"])
+        self.fill_policy(t, paired, factor)
         dtype = (self.summary.get("output_dtypes") or ["torch.float32"])[0].replace("torch.", "")
         result.roofline = devices.roofline(self.summary.get("flops"), self.summary.get("min_bytes"),
-                                           dtype, self.device,
-                                           median if result.timing.real else None,
+                                           dtype, self.device, median if t.real else None,
                                            self.options.precision)
 
-    def fill_policy(self, timing: Timing, paired: dict, factor: float,
-                    with_compile: bool) -> None:
-        """The figures under the precision policy, beside the fp32 ones: eager from the same
-        interleaved rounds (a median of paired ratios), torch.compile a cached display."""
+    def fill_policy(self, timing: Timing, paired: dict, factor: float) -> None:
+        """The figures under the precision policy, beside the fp32 ones: eager and
+        torch.compile under it from the same interleaved rounds (medians of paired ratios)."""
         if not self.policy or not timing.real:
             return
         timing.policy = self.policy["label"]
@@ -600,54 +673,59 @@ class Evaluation:
             timing.speedup_vs_eager_policy = timing.speedup_vs_eager
             timing.speedup_vs_compile_policy = timing.speedup_vs_compile
             return
-        if not paired["policy"]:                  # not timed on this device: the label says why
+        ratios, times = paired["ratios"], paired["times"]
+        if "policy" not in ratios:                # not timed on this device: the label says why
             return
-        speedup = statistics.median(paired["policy_ratios"]) * factor
-        timing.eager_policy_ms = statistics.median(paired["policy"])
-        timing.speedup_vs_eager_policy = speedup
-        cached = self.cached_baselines(self.options.precision) if with_compile else {}
-        if cached.get("compile_ms") and cached.get("eager_ms"):
-            timing.compile_policy_ms = cached["compile_ms"]
-            timing.speedup_vs_compile_policy = speedup * cached["compile_ms"] / cached["eager_ms"]
-        if cached.get("error"):
-            timing.note = (timing.note + "; " if timing.note else "") + \
-                f"torch.compile baseline under {timing.policy} failed: " + cached["error"]
+        timing.eager_policy_ms = statistics.median(times["policy"])
+        timing.speedup_vs_eager_policy = statistics.median(ratios["policy"]) * factor
+        if "compile_policy" in ratios:
+            timing.compile_policy_ms = statistics.median(times["compile_policy"])
+            timing.speedup_vs_compile_policy = statistics.median(ratios["compile_policy"]) * factor
 
-    def cached_baselines(self, under: str = "strict") -> dict:
-        """torch.compile beside eager, timed together once per problem and device (and
-        precision policy, `under` one): a display. The speedup over torch.compile is the
-        paired speedup times their cached ratio."""
+    def cached_baselines(self, timing: Timing, eager_ms: float) -> None:
+        """The torch.compile figure of an earlier evaluation of this problem on this device,
+        kept in cache_dir()/baselines: a display with its age (compile_cached_ms,
+        compile_cached_age_s), never in a ratio, and shown only where this evaluation has no
+        figure of its own. This evaluation's figure, when it has one, replaces it."""
         import torch
         knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("KFORGE_")
                        and k != "KFORGE_CACHE")
-        # a policy's baseline is an entry of its own, keyed by what it is ("bf16 (autocast)")
-        policy = [self.policy.get("label")] if under != "strict" else []
-        key = hashlib.sha256(json.dumps(["paired", self.problem.source, self.device,
-                                         torch.__version__,
-                                         knobs, devices.gpu_name() if self.device == "cuda"
-                                         else "", *policy]).encode()).hexdigest()[:20]
+        key = hashlib.sha256(json.dumps(["side-by-side", self.problem.source, self.device,
+                                         torch.__version__, knobs,
+                                         devices.gpu_name() if self.device == "cuda" else ""]
+                                        ).encode()).hexdigest()[:20]
         path = cache_dir() / "baselines" / f"{key}.json"
-        if path.exists():
-            return json.loads(path.read_text())
-        measured = self.ask_judge("baselines", under)
-        entry = {"eager_ms": measured["eager"]["median_ms"]}
-        if "error" in measured["compile"]:
-            entry["error"] = measured["compile"]["error"]
-        else:
-            entry["compile_ms"] = measured["compile"]["median_ms"]
+        if timing.compile_ms is None:
+            try:
+                entry = json.loads(path.read_text())
+                ms, at = float(entry["compile_ms"]), float(entry["measured_at"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return
+            if math.isfinite(ms) and ms > 0:
+                timing.compile_cached_ms = ms
+                timing.compile_cached_age_s = round(max(0.0, time.time() - at), 1)
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
-        artifacts.write_json(path, entry)
-        return entry
+        artifacts.write_json(path, {"compile_ms": timing.compile_ms, "eager_ms": eager_ms,
+                                    "measured_at": time.time()})
 
     def profile(self, result: Result) -> None:
+        """Several calls profiled on each side, the median one's events shown; where the
+        profiled call and the timed median differ by more than 2x, a sentence says so."""
         trace, ref_trace = self.folder / "trace.json", self.folder / "reference_trace.json"
-        reply = self.ask_candidate("profile", str(trace))
+        written = self.exchange / "trace.json"      # where the candidate's worker may write
+        reply = self.ask_candidate("profile", str(written))
         if "failed" in reply:
             raise CandidateFailed(failure_result(reply, self.target))
-        events = reply["events"]
-        reference = self.ask_judge("profile", str(ref_trace))["events"]
-        result.profile = {"candidate_events": events, "reference_events": reference,
-                          "trace": str(trace), "reference_trace": str(ref_trace)}
+        transfer.copy_out(str(written), str(trace))
+        reference = self.ask_judge("profile", str(ref_trace))
+        result.profile = {"candidate_events": reply["events"],
+                          "reference_events": reference["events"],
+                          "trace": str(trace), "reference_trace": str(ref_trace),
+                          "profiled_calls": len(reply.get("calls_ms") or []) or 1}
+        note = profile_note(reply, reference, result.timing)
+        if note:
+            result.profile["note"] = note
 
     def read_counters(self, result: Result) -> None:
         """Nsight Compute's counters for one forward, where ncu can read them and the options
@@ -660,7 +738,7 @@ class Evaluation:
         trial = {"seed": self.options.seed + NSIGHT_SEED, "distribution": "given"}
         self.worker.extend(NSIGHT_TIMEOUT_S + 30)
         try:
-            command = ("nsight", prefix, str(self.exchange / "weights.pt"), trial,
+            command = ("nsight", prefix, str(self.folder / "weights.pt"), trial,
                        NSIGHT_TIMEOUT_S)
             self.worker.send(command)
             reply = self.received(command, self.worker.recv())
@@ -704,6 +782,34 @@ class Evaluation:
                             "min_gib_moved": gib(self.summary.get("min_bytes") or 0),
                             "seconds": self.phases}
         return result
+
+
+def scaled(interval: tuple[float, float] | None, factor: float) -> list[float] | None:
+    return [interval[0] * factor, interval[1] * factor] if interval else None
+
+
+def profile_note(candidate: dict, reference: dict, timing: Timing) -> str:
+    """A sentence where a profiled call (its events' total, as the Profile tab shows them)
+    and the timed median differ by more than PROFILE_GAP times, on either side; else ""."""
+    if not timing.real:
+        return ""
+    said = []
+    for name, reply, timed in (("candidate", candidate, timing.candidate_ms),
+                               ("reference", reference, timing.eager_ms)):
+        events = reply.get("events") or []
+        profiled = sum(e["duration_us"] for e in events) / 1e3 if events else None
+        if not profiled or not timed:
+            continue
+        gap = max(profiled / timed, timed / profiled)
+        if gap > PROFILE_GAP:
+            said.append(f"the {name}'s profiled call took {profiled:.4g} ms where its timed "
+                        f"median is {timed:.4g} ms ({gap:.1f}x)")
+    if not said:
+        return ""
+    calls = len(candidate.get("calls_ms") or []) or 1
+    return ("; ".join(said) + f" (the median of {calls} profiled calls): the profiler's own "
+            "cost or another moment's load is in the profile; read its events against each "
+            "other, and the timing for the time")
 
 
 def problem_message(problem: Problem, err: dict) -> str:

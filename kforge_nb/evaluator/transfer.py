@@ -91,18 +91,36 @@ def header_of(f, size: int) -> list:
     return header
 
 
-def read_tensors(path: str, device: str) -> list:
-    """Read what `write_tensors` wrote, each tensor allocated once on `device`. A file that is
-    not what it wrote raises BadOutput."""
-    out = []
-    try:   # the candidate made this file: not a link to elsewhere, not a FIFO to hang on
+def open_regular(path: str):
+    """A file the candidate made, opened for reading as what it must be: a regular file, not
+    a link to elsewhere (yours to read, not its), not a FIFO to hang on."""
+    try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as err:
         raise BadOutput(f"the output file cannot be read ({err.strerror})") from None
     f = os.fdopen(fd, "rb")
-    with f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadOutput("the output file is not a regular file")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise BadOutput("the output file is not a regular file")
+    return f
+
+
+def copy_out(source: str, dest: str, limit: int = 256 << 20) -> bool:
+    """A file the candidate wrote (a trace), copied where your process keeps artifacts, at
+    most `limit` bytes; False when it is not a regular file of the candidate's."""
+    try:
+        with open_regular(source) as f, open(dest, "wb") as out:
+            out.write(f.read(limit))
+        return True
+    except (BadOutput, OSError):
+        return False
+
+
+def read_tensors(path: str, device: str) -> list:
+    """Read what `write_tensors` wrote, each tensor allocated once on `device`. A file that is
+    not what it wrote raises BadOutput."""
+    out = []
+    with open_regular(path) as f:
         header = header_of(f, os.fstat(f.fileno()).st_size)
         buffer = host_buffer(torch.device(device))
         view = memoryview(buffer.numpy())

@@ -157,6 +157,7 @@ class Judge:
         self.flops = flops
         self.trial = None         # (trial, inputs, outputs) of the trial being judged
         self.sets: list = []      # timing input sets
+        self.compiled: dict = {}  # policy -> the torch.compile'd model (prepare_compile)
         self.report = Correctness()
 
     def serve(self) -> None:
@@ -224,14 +225,37 @@ class Judge:
         return {"sets": len(self.sets.sets),
                 "policy": policy.describe(self.job["policy"], self.device)}
 
-    def time(self, calls: int, under_policy: bool = False) -> dict:
+    def time(self, calls: int, under_policy: bool = False, compiled: bool = False) -> dict:
         """A block of timed calls of the reference; `under_policy`: as a user would run it
-        under the precision policy (a baseline only: the trials compare against fp32)."""
+        under the precision policy (a baseline only: the trials compare against fp32);
+        `compiled`: the torch.compile'd model prepare_compile made (under that policy)."""
         under = self.job["policy"] if under_policy else "strict"
+        model = self.compiled[under] if compiled else self.model
         with torch.no_grad(), policy.running_under(under, self.device):
-            timed = harness.time_calls(lambda x: self.model(*x), self.sets, calls, self.device)
+            timed = harness.time_calls(lambda x: model(*x), self.sets, calls, self.device)
         harness.release(self.device)
         return timed
+
+    def prepare_compile(self, under_policy: bool = False) -> dict:
+        """torch.compile the model once (under the policy, `under_policy`), for the timed
+        rounds to run beside eager and the candidate: {"compiled": True} or {"error": why}.
+        The compiled model is warmed on every timing set, so no round pays a recompile."""
+        under = self.job["policy"] if under_policy else "strict"
+        if not self.compiled:
+            torch._dynamo.reset()   # a fresh compile: dynamo's guards need not cover every switch
+        with torch.no_grad(), policy.running_under(under, self.device):
+            compiled = compile_model(self.model, self.sets.sets[0])
+            if isinstance(compiled, dict):
+                return compiled
+            try:
+                for inputs in self.sets.sets[1:]:
+                    compiled(*inputs)
+                harness.synchronize(self.device)
+            except Exception as exc:
+                return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        self.compiled[under] = compiled
+        harness.release(self.device)
+        return {"compiled": True}
 
     def check_sample(self, call: int, path: str) -> dict:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
@@ -249,8 +273,7 @@ class Judge:
         return {"ok": ok, "text": text}
 
     def profile(self, trace: str) -> dict:
-        return {"events": profile_fresh(lambda x: self.model(*x), self.sets, self.device,
-                                        trace)}
+        return profile_fresh(lambda x: self.model(*x), self.sets, self.device, trace)
 
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         return run_hook(source, label, self.model, self.module, trial, self.device)
@@ -438,7 +461,7 @@ class Candidate:
         return {"written": path, "audit": {"compute": [], "launches": {}}}
 
     def profile(self, trace: str) -> dict:
-        return {"events": profile_fresh(self.forward, self.sets, self.device, trace)}
+        return profile_fresh(self.forward, self.sets, self.device, trace)
 
     def nsight(self, prefix: list[str], weights: str, trial: dict, timeout_s: float) -> dict:
         """Nsight Compute's counters of one forward, from a child of this worker (nsight.py)."""
@@ -446,7 +469,7 @@ class Candidate:
                                               "problem_label", "device", "init_seed",
                                               "precision", "env")}
         return nsight.profile(prefix, {**job, "weights": weights, "trial": trial},
-                              Path(self.job["filename"]).parent, timeout_s)
+                              Path(self.job["filename"]).parent / "exchange", timeout_s)
 
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         # outside the audit: the hook may call the model and synchronise as it likes
@@ -490,15 +513,28 @@ def hook_values(returned) -> dict:
     return {"values": values, "errors": errors}
 
 
-def profile_fresh(forward, sets, device: str, trace: str) -> list[dict]:
-    """One call of `forward(inputs)` profiled, on inputs refreshed just before (outside the
-    profile): what the trace shows is the kernel at work, never a memo serving an answer it
-    has seen."""
-    inputs = sets.inputs(sets.calls)
-    sets.calls += 1
-    harness.synchronize(device)
-    with torch.no_grad():
-        return harness.profile_callable(lambda: forward(inputs), device, trace, calls=1)
+PROFILED_CALLS = 5
+
+
+def profile_fresh(forward, sets, device: str, trace: str,
+                  calls: int = PROFILED_CALLS) -> dict:
+    """`calls` calls of `forward(inputs)`, each profiled on its own, on inputs refreshed just
+    before (outside the profile): what the trace shows is the kernel at work, never a memo
+    serving an answer it has seen. The call of median duration is the one kept (its trace and
+    events): one call alone may be the one a time slice was lost in, or a cold cache's.
+    {"events": its events, "calls_ms": every profiled call's duration, "picked": its index}."""
+    profiled = []
+    for _ in range(max(1, calls)):
+        inputs = sets.inputs(sets.calls)
+        sets.calls += 1
+        harness.synchronize(device)
+        with torch.no_grad():
+            profiled.append(harness.profile_call(lambda: forward(inputs), device))
+    order = sorted(range(len(profiled)), key=lambda i: profiled[i][1])
+    picked = order[(len(order) - 1) // 2]
+    profiled[picked][0].export_chrome_trace(trace)
+    return {"events": harness.kernel_events(trace, device), "picked": picked,
+            "calls_ms": [ms for _, ms in profiled]}
 
 
 def plain_outputs(value) -> tuple[list, str]:

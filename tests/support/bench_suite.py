@@ -30,8 +30,11 @@ def get_init_inputs():
     return []
 '''
 
-# a candidate that waits for a file before it answers: a worker can be killed while it judges
-WAITS = '''"""ReLU in torch (run with --allow '*') that waits for {flag} before its first answer."""
+# a candidate that waits for a file before it answers: a worker can be killed while it judges.
+# The sandbox shows it no folder of the test's: the flag lies in the one cache folder it sees,
+# its own (one per candidate text, see evaluator/sandbox.source_cache)
+WAITS = '''"""ReLU in torch (run with --allow '*') that waits for a flag file in its own cache
+before its first answer."""
 import os
 import time
 
@@ -41,10 +44,19 @@ import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        while not os.path.exists({flag!r}):
+        while not os.path.exists(os.path.join(os.environ["KFORGE_CACHE"], "go")):
             time.sleep(0.05)
         return torch.relu(x)
 '''
+
+
+def waiting_flag() -> Path:
+    """The file the waiting candidate's sandbox sees as $KFORGE_CACHE/go (none yet)."""
+    from kforge_nb.evaluator.sandbox import source_cache
+    flag = source_cache(Path(), WAITS) / "go"
+    flag.parent.mkdir(parents=True, exist_ok=True)
+    flag.unlink(missing_ok=True)
+    return flag
 
 EXPECTED = {"level1/1_relu": "correct", "level1/2_relu_again": "mismatch",
             "level2/3_relu_bias": "correct", "level2/4_relu_alone": "no_candidate"}
@@ -64,9 +76,9 @@ def write_suite(root: Path) -> tuple[Path, Path]:
     return problems, cands
 
 
-def add_waiting_problem(problems: Path, cands: Path, flag: Path) -> str:
-    """A fifth problem whose candidate waits for `flag`; returns its id."""
+def add_waiting_problem(problems: Path, cands: Path) -> str:
+    """A fifth problem whose candidate waits for `waiting_flag()`; returns its id."""
     (problems / "level2" / "5_relu_waits.py").write_text(RELU.format(extra=""))
     (cands / "level2").mkdir(exist_ok=True)
-    (cands / "level2" / "5_relu_waits.py").write_text(WAITS.format(flag=str(flag)))
+    (cands / "level2" / "5_relu_waits.py").write_text(WAITS)
     return "level2/5_relu_waits"
