@@ -20,6 +20,9 @@ GPU_PEAKS = {
 }
 
 
+REPROBE_S = 600.0
+
+
 def gpu_name() -> str:
     import torch
     return torch.cuda.get_device_name() if torch.cuda.is_available() else ""
@@ -56,32 +59,86 @@ def last_level_cache_bytes() -> int:
 
 
 def cpu_peaks() -> dict:
-    """Copy bandwidth (DRAM and in-cache) and fp32 GEMM rate of this CPU, measured once (~1 s)
-    and cached."""
+    """Bandwidth (DRAM and in-cache) and fp32 FLOP rate of this CPU, measured once (a few
+    seconds) and cached, so that no honest kernel beats them: all the threads this process may
+    use, the best of a copy and a STREAM-like triad (a = b + s*c, one pass: three arrays'
+    bytes), in-cache at several sizes (L1 to L2), and the GEMM of the BLAS torch ships (its
+    widest FMA) at two sizes. A kernel still above them makes the roofline say "ceiling
+    underestimated" (Roofline.ceiling_exceeded), never a fraction drawn as fact."""
     from .runtime.native import cache_dir
-    path = cache_dir() / "cpu_peaks.v2.json"
+    from .evaluator import clocks
+    path = cache_dir() / "cpu_peaks.v3.json"
+    cached = {}
     if path.exists():
-        return json.loads(path.read_text())
+        cached = json.loads(path.read_text())
+        # a probe that shared the CPU reads low: probed again (at most every 10 minutes) until
+        # one runs on an idle machine, each figure the best seen
+        if not cached.get("busy") or time.time() - path.stat().st_mtime < REPROBE_S:
+            return cached
     import torch
-    src = torch.randn(64 * 2**20 // 4)
-    dst = torch.empty_like(src)
-    small_src, small_dst = torch.randn(256 * 2**10 // 4), torch.empty(256 * 2**10 // 4)
-    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-    for _ in range(3):
-        dst.copy_(src)
-        small_dst.copy_(small_src)
-        a @ b
-    copy_s = best_of(lambda: dst.copy_(src))
-    small_s = best_of(lambda: [small_dst.copy_(small_src) for _ in range(100)]) / 100
-    gemm_s = best_of(lambda: a @ b)
-    result = {"name": f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} threads)",
-              "bandwidth": 2 * src.numel() * 4 / copy_s,
-              "cache_bandwidth": 2 * small_src.numel() * 4 / small_s,
-              "llc_bytes": last_level_cache_bytes(), "float32": 2 * 1024**3 / gemm_s}
+    began, machine = time.monotonic(), clocks.machine_cpu_s()
+    own = clocks.process_cpu_s([os.getpid()])
+    threads = torch.get_num_threads()
+    cores = usable_cores()
+    torch.set_num_threads(max(threads, cores))
+    try:
+        bandwidth = max(copy_rate(64 * 2**20), triad_rate(64 * 2**20))
+        cache_bandwidth = max(max(copy_rate(n, inner=200), triad_rate(n, inner=200))
+                              for n in (16 * 2**10, 128 * 2**10, 512 * 2**10))
+        flops = max(gemm_rate(1024), gemm_rate(2048, repeats=3))
+    finally:
+        torch.set_num_threads(threads)
+    others = None
+    if machine is not None:
+        others = ((clocks.machine_cpu_s() - machine) - (clocks.process_cpu_s([os.getpid()]) - own)
+                  ) / max(time.monotonic() - began, 1e-3)
+    result = {"name": f"CPU ({cores} cores, {max(threads, cores)} threads)",
+              "bandwidth": bandwidth, "cache_bandwidth": max(cache_bandwidth, bandwidth),
+              "llc_bytes": last_level_cache_bytes(), "float32": flops,
+              "busy": others is not None and others >= 0.5}
+    for key in ("bandwidth", "cache_bandwidth", "float32"):
+        result[key] = max(result[key], cached.get(key) or 0)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(result))
     os.replace(tmp, path)
     return result
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def copy_rate(nbytes: int, inner: int = 1) -> float:
+    """Bytes/s of dst.copy_(src) over `nbytes` arrays (read + write counted)."""
+    import torch
+    src = torch.randn(nbytes // 4)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    seconds = best_of(lambda: [dst.copy_(src) for _ in range(inner)]) / inner
+    return 2 * nbytes / seconds
+
+
+def triad_rate(nbytes: int, inner: int = 1) -> float:
+    """Bytes/s of a = b + 3c over `nbytes` arrays, one pass (two reads and a write)."""
+    import torch
+    b, c = torch.randn(nbytes // 4), torch.randn(nbytes // 4)
+    a = torch.empty_like(b)
+    for _ in range(3):
+        torch.add(b, c, alpha=3.0, out=a)
+    seconds = best_of(lambda: [torch.add(b, c, alpha=3.0, out=a) for _ in range(inner)]) / inner
+    return 3 * nbytes / seconds
+
+
+def gemm_rate(n: int, repeats: int = 7) -> float:
+    import torch
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    out = torch.empty(n, n)
+    torch.mm(a, b, out=out)
+    return 2 * n**3 / best_of(lambda: torch.mm(a, b, out=out), repeats)
 
 
 def best_of(fn, repeats: int = 7) -> float:
@@ -110,6 +167,8 @@ def roofline(flops: int | None, min_bytes: int | None, dtype: str, device: str,
         out.bound = max(terms, key=terms.get)
         out.speed_of_light_ms = terms[out.bound] * 1e3
         if measured_ms:
+            # as measured, above 1 too: the views cap the bar and say the ceiling is low
             out.fraction_of_sol = out.speed_of_light_ms / measured_ms
+            out.ceiling_exceeded = out.fraction_of_sol > 1.0
     return out
 

@@ -153,19 +153,46 @@ class Result:
             parts = [f"candidate {t.candidate_ms:.4g} ms"]
             if not t.real:   # no speedups from a time that is not a performance figure
                 return f"{line}\n  {parts[0]} ({t.note}){hook}"
-            if t.eager_ms is not None:
-                spread = f", spread {t.speedup_spread:.0%}" if t.speedup_spread is not None else ""
-                parts.append(f"eager {t.eager_ms:.4g} ms ({t.speedup_vs_eager:.2f}x side by "
-                             f"side{spread})")
-            if t.compile_ms is not None:
-                parts.append(f"torch.compile {t.compile_ms:.4g} ms cached "
-                             f"({t.speedup_vs_compile:.2f}x)")
+            if t.eager_ms is not None and t.speedup_vs_eager is not None:
+                parts.append(f"eager {t.eager_ms:.4g} ms "
+                             f"({speedup_text(t.speedup_vs_eager, t.speedup_vs_eager_ci)} "
+                             "side by side)")
+            if t.compile_ms is not None and t.speedup_vs_compile is not None:
+                parts.append(f"torch.compile {t.compile_ms:.4g} ms "
+                             f"({speedup_text(t.speedup_vs_compile, t.speedup_vs_compile_ci)} "
+                             "side by side)")
+            elif t.compile_cached_ms is not None:
+                parts.append(f"torch.compile {t.compile_cached_ms:.4g} ms cached "
+                             f"{age_text(t.compile_cached_age_s)} ago (not a ratio)")
             line += "\n  " + ", ".join(parts)
             if t.policy:
                 line += "\n  " + policy_line(t)
+            if t.noisy and t.noise_note:
+                line += f"\n  noisy: {t.noise_note}"
+            if t.busy and t.busy_note:
+                line += f"\n  busy: {t.busy_note}"
             if not t.real:
                 line += f"\n  ({t.note})"
         return line + hook
+
+
+def speedup_text(speedup: float, interval: list[float] | None) -> str:
+    """"1.42x ±6%": the speedup and how far its 95 % interval reaches (the wider side); the
+    bare speedup where there is no interval."""
+    if not interval or not speedup:
+        return f"{speedup:.2f}x"
+    low, high = interval
+    reach = max(high / speedup - 1, 1 - low / speedup, 0.0)
+    return f"{speedup:.2f}x ±{reach:.0%}"
+
+
+def age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "some time"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def policy_line(t: Timing) -> str:

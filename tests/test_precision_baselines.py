@@ -73,20 +73,16 @@ def test_fp16_on_the_cpu_is_not_timed_and_says_why(judge):
 
 @pytest.mark.slow
 @no_gpu
-def test_torch_compile_under_the_policy_is_a_cached_display_of_its_own(judge, kforge_cache):
-    """Two cache entries, fp32 and bf16; the speedup over bf16 torch.compile is the paired
-    speedup over bf16 eager times that entry's cached ratio."""
-    before = set((kforge_cache / "baselines").glob("*.json"))
+def test_torch_compile_under_the_policy_is_timed_side_by_side_too(judge, kforge_cache):
+    """fp32 and bf16 torch.compile each compiled once by the judge and timed in the same
+    rounds: the speedup over bf16 torch.compile is a median of paired ratios, never a cached
+    ratio."""
     result = judge("linear", "cpp_linear_bf16", **under("bf16", baselines=("eager", "compile")))
     t = result.timing
     assert result.state == CORRECT, result.message
     assert t.compile_ms > 0 and t.compile_policy_ms > 0
-    entries = [json.loads(p.read_text()) for p in
-               set((kforge_cache / "baselines").glob("*.json")) - before]
-    assert len(entries) == 2
-    entry = next(e for e in entries if e["compile_ms"] == t.compile_policy_ms)
-    assert t.speedup_vs_compile_policy == pytest.approx(
-        t.speedup_vs_eager_policy * entry["compile_ms"] / entry["eager_ms"])
+    assert t.speedup_vs_compile > 0 and t.speedup_vs_compile_policy > 0
+    assert t.compile_cached_ms is None
     assert "torch.compile" in result.summary().split("under bf16 (autocast)")[1]
 
 

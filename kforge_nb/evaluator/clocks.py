@@ -12,6 +12,8 @@ then the one that counts, and the verdict says so.
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
 FAR = 5.0             # the parent's figure this many times the worker's ...
@@ -50,3 +52,105 @@ def disagreement(rounds: list[tuple[Block, Block]], passes: int = 1) -> str:
     return (f"the worker's clock said {said:.4g} ms a call where the parent's clock saw "
             f"{seen:.4g} ms, in all {len(rounds)} rounds: its timer was replaced or its work "
             "ran where the timer does not look")
+
+
+# --- who else had the CPU while timing ----------------------------------------------------------
+
+def _ticks() -> float:
+    return float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+
+
+def process_cpu_s(pids: list[int]) -> float:
+    """CPU time (user + system, s) of these processes, from /proc/PID/stat; 0 where gone."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])      # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / _ticks()
+
+
+def preemptions(pids: list[int]) -> int:
+    """Involuntary context switches of every thread of these processes."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    total += next((int(line.split()[1]) for line in f
+                                   if line.startswith("nonvoluntary_ctxt_switches")), 0)
+            except (OSError, ValueError):
+                pass
+    return total
+
+
+def machine_cpu_s() -> float | None:
+    """CPU time every process took on the cores this process may use, since boot (their
+    `cpuN` lines of /proc/stat, idle and iowait aside), s; None where there is no /proc."""
+    try:
+        mine = {f"cpu{n}" for n in os.sched_getaffinity(0)}
+    except (AttributeError, OSError):
+        mine = None
+    total, found = 0, False
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *values = line.split()
+                if not name.startswith("cpu") or name == "cpu" or (mine and name not in mine):
+                    continue
+                fields = [int(v) for v in values]
+                total += sum(fields[:8]) - fields[3] - fields[4]
+                found = True
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / _ticks() if found else None
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass
+class CpuWatch:
+    """CPU time around a timing: the machine's, ours (the parent and both workers), and the
+    candidate's worker's own, with its involuntary context switches."""
+    ours: list[int]           # every pid of ours: the parent, the judge's tree, the worker's
+    worker: list[int]         # the candidate worker's tree
+    began: float = 0.0
+    machine: float | None = None
+    own: float = 0.0
+    worker_cpu: float = 0.0
+    switches: int = 0
+
+    def start(self) -> "CpuWatch":
+        self.began, self.machine = time.monotonic(), machine_cpu_s()
+        self.own, self.worker_cpu = process_cpu_s(self.ours), process_cpu_s(self.worker)
+        self.switches = preemptions(self.worker)
+        return self
+
+    def stop(self) -> dict:
+        """{"wall_s", "others_cores", "worker_cpu_s", "preempted", "load1", "cores"}."""
+        wall = time.monotonic() - self.began
+        machine = machine_cpu_s()
+        own = process_cpu_s(self.ours) - self.own
+        others = None
+        if machine is not None and self.machine is not None and wall > 0:
+            others = max(0.0, (machine - self.machine) - own) / wall
+        try:
+            load1 = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load1 = None
+        return {"wall_s": wall, "others_cores": others,
+                "worker_cpu_s": process_cpu_s(self.worker) - self.worker_cpu,
+                "preempted": preemptions(self.worker) - self.switches, "load1": load1,
+                "cores": usable_cores()}

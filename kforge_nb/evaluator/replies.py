@@ -110,6 +110,12 @@ def checked(command: tuple, reply: dict) -> dict:
         need(isinstance(events, list) and all(
             isinstance(e, dict) and isinstance(e.get("name"), str) and number(e.get("start_us"))
             and number(e.get("duration_us")) for e in events), "`events` is malformed")
+        calls_ms = reply.get("calls_ms", [])
+        need(isinstance(calls_ms, list) and len(calls_ms) <= 64 and
+             all(number(ms) and ms >= 0 for ms in calls_ms), "`calls_ms` is not times")
+        need(reply.get("picked") is None or (isinstance(reply["picked"], int) and
+                                             not isinstance(reply["picked"], bool)),
+             "`picked` is not a call's index")
         strings(reply.get("unaudited", []), "`unaudited`")
     elif name == "nsight":
         need(isinstance(reply.get("ncu_csv", ""), str) and
