@@ -230,15 +230,34 @@ def cmd_runs(args) -> int:
 
 
 def history_table(session) -> str:
-    rows = [("iter", "sample", "from", "kind", "state", "ms", "vs eager", "vs compile")]
+    """One row per candidate: speedups as `1.42x ±6%` (95 % interval), and whether it repeats
+    an earlier candidate's code, tied with the best, or was timed on a busy machine."""
+    from .intervals import busy_text, timing_speedup
+    rows = [("iter", "sample", "from", "kind", "state", "ms", "vs eager", "vs compile", "note")]
+    ties = session.ties
+    busy = []
     for a in session.history:
         t = a.result.timing
+        note = [f"same as {a.same_as}"] if a.same_as else \
+            [f"tie with {ties[a.id]}"] if a.id in ties else []
+        if t.busy and not a.same_as:
+            note.append("busy")
+            busy.append(a)
+        if a is session.best:
+            note.insert(0, "best")
         rows.append((str(a.iteration), str(a.sample), a.parent or "-", a.kind, a.result.state,
                      f"{t.candidate_ms:.4g}" if t.candidate_ms else "-",
-                     f"{t.speedup_vs_eager:.2f}x" if t.speedup_vs_eager else "-",
-                     f"{t.speedup_vs_compile:.2f}x" if t.speedup_vs_compile else "-"))
+                     timing_speedup(t) if t.speedup_vs_eager else "-",
+                     timing_speedup(t, "compile", mark_noise=False)
+                     if t.speedup_vs_compile else "-", ", ".join(note)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if any(a.result.timing.speedup_vs_eager_ci for a in session.history):
+        lines.append("speedups: median of paired ratios ± half its 95 % interval; a tie: faster "
+                     "on the point, but the intervals overlap (the earlier stays best)")
+    if busy:
+        lines.append("BUSY: " + busy_text(busy[-1].result.timing.busy_note,
+                                          [a.id for a in busy]))
     s = session.summary()
     lines.append(f"tokens: {s['input_tokens']} in, {s['output_tokens']} out; estimated cost "
                  f"${s['cost_usd']:.4f}" + (f" (+{s['unpriced_calls']} calls to unpriced models)"

@@ -10,6 +10,7 @@ import statistics
 from collections import defaultdict
 
 from ..evaluator.nsight import METRICS as NCU_METRICS, parse_csv as parse_ncu_csv
+from ..intervals import CEILING_NOTE, speedup_text
 from ..result import CORRECT, Result, measures_line
 
 PROFILED_CALLS = 1   # the evaluator profiles one call (on inputs no memo has seen)
@@ -89,6 +90,10 @@ def profile_summary(result: Result) -> dict:
         "device": r.device or t.device, "timing_real": t.real, "timing_note": t.note,
         "candidate_ms": ms, "eager_ms": t.eager_ms, "compile_ms": t.compile_ms,
         "speedup_vs_eager": t.speedup_vs_eager, "speedup_vs_compile": t.speedup_vs_compile,
+        "speedup_vs_eager_ci": t.speedup_vs_eager_ci,
+        "speedup_vs_compile_ci": t.speedup_vs_compile_ci,
+        "noisy": t.noisy, "noise_note": t.noise_note, "busy": t.busy, "busy_note": t.busy_note,
+        "ceiling_exceeded": r.ceiling_exceeded,
         "launches": round(len(events) / PROFILED_CALLS, 1) if events else None,
         "top_kernels": [{"name": n, "share": round(d / total, 3)} for n, d in top],
         "flops": r.flops, "min_bytes": r.min_bytes, "bound": r.bound,
@@ -120,15 +125,29 @@ def kernels_by_name(kernels: list[dict]) -> list[dict]:
 def summary_text(s: dict) -> str:
     def num(v, unit="", scale=1.0):
         return "n/a" if v is None else f"{v / scale:.3g}{unit}"
+    def speedup(key):
+        value = s.get(key)
+        return "n/a" if value is None else speedup_text(value, s.get(f"{key}_ci"))
     lines = [f"Time: candidate {num(s.get('candidate_ms'), ' ms')}, eager "
              f"{num(s.get('eager_ms'), ' ms')}, torch.compile {num(s.get('compile_ms'), ' ms')}"
-             f" (speedup {num(s.get('speedup_vs_eager'), 'x')} vs eager, "
-             f"{num(s.get('speedup_vs_compile'), 'x')} vs compile)"]
+             f" (speedup {speedup('speedup_vs_eager')} vs eager, "
+             f"{speedup('speedup_vs_compile')} vs compile"
+             + ("; ± half the 95 % interval of the paired ratios" if s.get("speedup_vs_eager_ci")
+                else "") + ")"]
     if not s.get("timing_real", True):
         lines.append(f"NOTE: {s.get('timing_note')}")
+    # Whether a timing was noisy or the machine busy is left out of the analyst's prompt: the
+    # interval's width above says how far to trust the speedup, the views carry the notes, and
+    # a line present in one run but not the next would break the replay of a recorded run
+    # (providers/recording.py masks measurements, not sentences).
+    fraction = s.get("fraction_of_sol")
+    if fraction is not None and (fraction > 1 or s.get("ceiling_exceeded")):
+        where = (f"above 100 % of speed of light: {CEILING_NOTE} (the measured peak is too "
+                 "low; read the fraction as unknown, not as headroom used up)")
+    else:
+        where = f"{num(fraction and fraction * 100, '%')} of speed of light"
     lines.append(f"Roofline: {s.get('bound') or 'unknown'}-bound, "
-                 f"{num(s.get('fraction_of_sol') and s['fraction_of_sol'] * 100, '%')} of speed "
-                 f"of light; bandwidth {num(s.get('achieved_bandwidth'), ' GB/s', 1e9)} of "
+                 f"{where}; bandwidth {num(s.get('achieved_bandwidth'), ' GB/s', 1e9)} of "
                  f"{num(s.get('peak_bandwidth'), ' GB/s', 1e9)}; compute "
                  f"{num(s.get('achieved_flops'), ' GFLOP/s', 1e9)} of "
                  f"{num(s.get('peak_flops'), ' GFLOP/s', 1e9)}")

@@ -1,9 +1,11 @@
 """A bench's rows and what they add up to: correctness rate, fast_p, geometric means.
 
 `fast_p` is KernelBench's measure: the fraction of ALL problems whose best candidate is correct
-and more than p times faster than eager PyTorch (fast_0 is the correctness rate). Timings that
-are not performance figures (Triton's CPU interpreter) count for fast_0 only, and the table
-says so. Geometric means are over correct rows with real timings.
+and more than p times faster than eager PyTorch (fast_0 is the correctness rate). Faster means
+the speedup's 95 % interval lies above p (its low end clears p; a timing saved without an
+interval counts by its point), and the table says so. Timings that are not performance figures
+(Triton's CPU interpreter) count for fast_0 only, and the table says so. Geometric means are
+over correct rows with real timings. Speedups are written `1.42x ±6%` (kforge_nb/intervals.py).
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import dataclasses
 import io
 import math
 from dataclasses import dataclass
+
+from ..intervals import FASTER_NOTE, busy_text, faster_than, speedup_text
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -37,6 +41,13 @@ class Row:
     policy: str = ""
     speedup_vs_eager_policy: float | None = None
     speedup_vs_compile_policy: float | None = None
+    # 95 % intervals of the speedups ([low, high], None in rows saved before them), and what the
+    # evaluator said of the timing: the interval stayed wide (noisy), the machine was busy
+    speedup_vs_eager_ci: list[float] | None = None
+    speedup_vs_compile_ci: list[float] | None = None
+    noisy: bool = False
+    busy: bool = False
+    busy_note: str = ""
 
     @property
     def problem(self) -> str:
@@ -63,7 +74,10 @@ def row_from_result(id: str, result, seconds: float, iterations: int = 1, note: 
     return Row(id, result.state, t.candidate_ms, t.eager_ms, t.compile_ms, t.speedup_vs_eager,
                t.speedup_vs_compile, eager_sol, r.fraction_of_sol, t.real, iterations,
                seconds, result.worker, result.artifacts or "", note[:200], t.policy or "",
-               t.speedup_vs_eager_policy, t.speedup_vs_compile_policy)
+               t.speedup_vs_eager_policy, t.speedup_vs_compile_policy,
+               speedup_vs_eager_ci=t.speedup_vs_eager_ci,
+               speedup_vs_compile_ci=t.speedup_vs_compile_ci, noisy=t.noisy, busy=t.busy,
+               busy_note=t.busy_note)
 
 
 def geomean(values: list[float | None]) -> float | None:
@@ -73,14 +87,16 @@ def geomean(values: list[float | None]) -> float | None:
 
 def fast_p(rows: list[Row], p: float, baseline: str = "eager") -> float | None:
     """KernelBench's fast_p over all rows; None when p > 0 and no timing against that baseline
-    is real (the interpreter, or torch.compile not timed)."""
+    is real (the interpreter, or torch.compile not timed). A row counts as faster than p only
+    when its speedup's 95 % interval lies above p (without an interval: its point)."""
     speed = f"speedup_vs_{baseline}"
     if not rows:
         return None
     if p > 0 and not any(r.correct and r.real and getattr(r, speed) for r in rows):
         return None
     fast = [r for r in rows if r.correct and
-            (p == 0 or (r.real and (getattr(r, speed) or 0) > p))]
+            (p == 0 or (r.real and faster_than(getattr(r, speed) or 0,
+                                               getattr(r, f"{speed}_ci"), p)))]
     return len(fast) / len(rows)
 
 
@@ -103,17 +119,31 @@ def f(value, spec: str) -> str:
     return format(value, spec) if value is not None else "-"
 
 
+def speed_cell(value, ci, noisy: bool = False) -> str:
+    """"1.42x ±6%" ("?" after it: noisy); "-" without a speedup."""
+    return speedup_text(value, ci) + ("?" if noisy and value is not None else "") \
+        if value is not None else "-"
+
+
+def sol_cell(value) -> str:
+    """A fraction of the speed of light; above 100 % the ceiling is underestimated: ">100%*"."""
+    if value is None:
+        return "-"
+    return ">100%*" if value > 1 else format(value, ".1%")
+
+
 def table(rows: list[Row]) -> str:
     policy = next((r.policy for r in rows if r.speedup_vs_eager_policy), "")
-    head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>8} "
-            f"{'x compile':>9} {'SoL eager':>9} {'SoL':>6}"
+    head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>13} "
+            f"{'x compile':>13} {'SoL eager':>9} {'SoL':>6}"
             + (f" {'x eager(p)':>10} {'x compile(p)':>12}" if policy else ""))
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(f"{r.id[-30:]:30} {r.state:16} {f(r.candidate_ms, '9.4f')} "
-                     f"{f(r.eager_ms, '9.4f')} {f(r.speedup_vs_eager, '8.2f')} "
-                     f"{f(r.speedup_vs_compile, '9.2f')} {f(r.eager_fraction_of_sol, '9.1%')} "
-                     f"{f(r.fraction_of_sol, '6.1%')}"
+                     f"{f(r.eager_ms, '9.4f')} "
+                     f"{speed_cell(r.speedup_vs_eager, r.speedup_vs_eager_ci, r.noisy):>13} "
+                     f"{speed_cell(r.speedup_vs_compile, r.speedup_vs_compile_ci):>13} "
+                     f"{sol_cell(r.eager_fraction_of_sol):>9} {sol_cell(r.fraction_of_sol):>6}"
                      + (f" {f(r.speedup_vs_eager_policy, '10.2f')} "
                         f"{f(r.speedup_vs_compile_policy, '12.2f')}" if policy else ""))
     lines += ["-" * len(head), *totals(rows)]
@@ -128,16 +158,27 @@ def totals(rows: list[Row]) -> list[str]:
              + (f" ({s['correct_rate']:.0%})" if rows else "")
              + f"; geomean speedup vs eager {f(s['geomean_speedup_vs_eager'], '.2f')}x, "
              f"vs torch.compile {f(s['geomean_speedup_vs_compile'], '.2f')}x, fraction of "
-             f"speed of light {f(s['geomean_fraction_of_sol'], '.1%')}",
+             f"speed of light {sol_cell(s['geomean_fraction_of_sol'])}",
              "fast_p vs eager:         " + fast_line(s["fast_p"]),
-             "fast_p vs torch.compile: " + fast_line(s["fast_p_vs_compile"])]
+             "fast_p vs torch.compile: " + fast_line(s["fast_p_vs_compile"]),
+             f"({FASTER_NOTE}, above p for fast_p; x eager, x compile: the speedup "
+             "± half its 95 % interval)"]
     correct = [r for r in rows if r.correct and r.real]
     if correct:
         worst = min(correct, key=lambda r: r.speedup_vs_eager or math.inf)
         slowest = min(correct, key=lambda r: r.speedup_vs_compile or math.inf)
-        lines.append(f"worst vs eager: {worst.id} {f(worst.speedup_vs_eager, '.2f')}x; "
+        lines.append(f"worst vs eager: {worst.id} "
+                     f"{speedup_text(worst.speedup_vs_eager, worst.speedup_vs_eager_ci)}; "
                      f"worst vs torch.compile: {slowest.id} "
-                     f"{f(slowest.speedup_vs_compile, '.2f')}x")
+                     f"{speedup_text(slowest.speedup_vs_compile, slowest.speedup_vs_compile_ci)}")
+    if any(r.noisy for r in rows if r.correct):
+        lines.append("?: noisy: the interval stayed wider than the evaluator's goal")
+    if any((r.fraction_of_sol or 0) > 1 or (r.eager_fraction_of_sol or 0) > 1 for r in rows):
+        lines.append("*: ceiling underestimated: above 100 % of the speed of light, the measured "
+                     "peak is too low")
+    busy = [r for r in rows if r.busy]
+    if busy:
+        lines.append("BUSY: " + busy_text(busy[-1].busy_note, [r.id for r in busy]))
     if any(r.real is False for r in rows):
         lines.append("NOTE: some timings are not performance figures (Triton interpreter): "
                      "they count for correctness (fast_0) only")

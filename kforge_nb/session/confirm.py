@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..result import CORRECT, Result
-from .records import Attempt
+from .records import Attempt, normalised_code
 
 ROUNDS = 3           # judgings per finalist: a median of three shrugs off one outlier
 DEFAULT_WIDE = 3     # finalists when --confirm is not given, for beam and evolve (greedy: none)
@@ -46,14 +46,15 @@ class Judged:
 
 def finalists(attempts: list[Attempt], rank, count: int) -> list[Attempt]:
     """The `count` best correct candidates with a real speedup vs eager, one per kernel text
-    (two samples that wrote the same code are one finalist)."""
+    (two samples that wrote the same code, comments and blank lines aside, are one finalist)."""
     timed = [a for a in attempts if a.result.state == CORRECT and a.code
              and a.result.timing.real and a.result.timing.speedup_vs_eager]
     chosen, codes = [], set()
     for attempt in sorted(timed, key=rank):
-        if attempt.code not in codes:
+        key = normalised_code(attempt.code)
+        if key not in codes:
             chosen.append(attempt)
-            codes.add(attempt.code)
+            codes.add(key)
         if len(chosen) >= count:
             break
     return chosen

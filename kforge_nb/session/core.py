@@ -6,6 +6,13 @@
                        (by its speedup vs eager, timed beside it: records.Attempt.speed)
                        (or the best by your --objective, see measures.py)
 
+Ties are ties: a candidate takes the best's place only when it is faster and their 95 %
+intervals separate (its low end above the best's high end, see intervals.compare); otherwise
+the earlier stays best and the candidate is marked a tie (`Session.ties`). The final judging
+(--confirm) may still overturn. Code identical to an earlier candidate's, comments and blank
+lines aside (records.normalised_code), is not judged again: it gets the earlier's verdict and
+`same_as` its id.
+
 Each round asks for `samples` candidates, evaluated concurrently (timings are serialised by the
 evaluator). Budgets: iterations, wall time, tokens, cost, a target speedup, and K rounds without
 improvement. The session emits events and never draws anything; UIs subscribe.
@@ -25,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from .. import artifacts, measures
+from .. import artifacts, intervals, measures
 from ..agents import AgentConfig, make_agents
 from ..agents.base import AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage
 from ..agents.feedback import profile_summary, why_slower_than_eager
@@ -38,7 +45,7 @@ from ..targets import get_target
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision, QueuePolicy
 from .events import Event
 from .inputs import load_translation, parse_aux
-from .records import Attempt, Budget, History
+from .records import Attempt, Budget, History, normalised_code
 from .search import Branch, Crossover, Tree, make_search
 from . import confirm, saved
 
@@ -90,6 +97,10 @@ class Session:
             artifacts.new_folder(out, f"{problem.name}-{self.target.name}")
         self.options.out_dir = self.folder
         self.history: History = History()
+        self._standing_cache: tuple | None = None     # (key, best, ties), see _standing
+        self._code_keys: dict[str, str | None] = {}   # attempt id -> its normalised code
+        self._judging: dict[str, threading.Event] = {}   # normalised codes being judged now
+        self._same_lock = threading.Lock()
         self._manual_slots: set[tuple[int, int]] = set()   # hand-judged ids being judged
         self._manual_lock = threading.Lock()
         self.events: list[Event] = []
@@ -136,10 +147,46 @@ class Session:
 
     @property
     def best(self) -> Attempt | None:
-        correct = [a for a in self.history if a.result.state == CORRECT]
-        return min(correct, key=self._rank) if correct else None
+        return self._standing()[0]
 
-    def _rank(self, attempt: Attempt) -> tuple:
+    @property
+    def ties(self) -> dict[str, str]:
+        """Candidates that were faster than the best of their time on their point estimate
+        but whose intervals overlapped its: {candidate id: the id it tied with}."""
+        return dict(self._standing()[1])
+
+    def _standing(self) -> tuple[Attempt | None, dict[str, str]]:
+        """The best and the ties, walking the correct candidates in id order: a candidate
+        takes the best's place only when it beats it (the objective, or the final judging's
+        median, where those rank it; else intervals.compare: faster with separate intervals).
+        A candidate with an earlier one's code (same_as) does not compete."""
+        history = list(self.history)
+        key = (id(self.history), len(history), tuple(sorted(self.confirmed.items())),
+               tuple(sorted(self.outranked)), self.options.objective)
+        cached = self._standing_cache
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        correct = sorted((a for a in history if a.result.state == CORRECT and not a.same_as),
+                         key=lambda a: (a.iteration, a.sample))
+        best, ties = None, {}
+        for attempt in correct:
+            if best is None:
+                best = attempt
+                continue
+            mine, theirs = self._point_rank(attempt), self._point_rank(best)
+            if mine[0] == 0 or theirs[0] == 0 or self.confirmed:
+                if mine < theirs:
+                    best = attempt
+                continue
+            verdict = intervals.compare(attempt.result.timing, best.result.timing)
+            if verdict == "better":
+                best = attempt
+            elif verdict == "tie":
+                ties[attempt.id] = best.id
+        self._standing_cache = (key, best, ties)
+        return best, ties
+
+    def _point_rank(self, attempt: Attempt) -> tuple:
         """Lower ranks first: by the objective (--objective) where the candidate has that
         measure, ahead of those without it, which rank by speed as always."""
         score = measures.score(attempt.result, self.options.objective)
@@ -149,6 +196,15 @@ class Session:
         # candidates that did not make it); a candidate judged later competes as measured
         median = self.confirmed.get(attempt.id)
         return (1, attempt.id in self.outranked, 1.0 / median if median else attempt.speed)
+
+    def _rank(self, attempt: Attempt) -> tuple:
+        """The order the search expands candidates in: the point ranks, with the best (ties
+        are ties: see _standing) ahead of those ranked by speed, and a repeat of an earlier
+        candidate's code (same_as) behind every other."""
+        rank = self._point_rank(attempt)
+        if rank[0] == 0:
+            return rank
+        return (1, bool(attempt.same_as), rank[1], attempt is not self.best, *rank[2:])
 
     @property
     def confirm_count(self) -> int:
@@ -220,7 +276,9 @@ class Session:
     def evaluate_code(self, code: str, label: str = "manual") -> Attempt:
         """Judge a hand-written or hand-edited candidate and add it to the history. It joins
         the iteration under way (the last one once the run has ended) with a sample number
-        above the agent's samples, so its id and folder never collide with an agent's."""
+        above the agent's samples, so its id and folder never collide with an agent's. Code
+        that repeats a judged candidate's (comments and blank lines aside) is not judged again:
+        the new attempt takes its verdict and says `same_as` it."""
         iteration, sample = self._manual_slot()
         try:
             return self._evaluate(code, iteration, sample, None, label)
@@ -260,6 +318,10 @@ class Session:
             "candidate_ms": t.candidate_ms if t else None,
             "speedup_vs_eager": t.speedup_vs_eager if t else None,
             "speedup_vs_compile": t.speedup_vs_compile if t else None,
+            "speedup_vs_eager_ci": t.speedup_vs_eager_ci if t else None,
+            "speedup_vs_compile_ci": t.speedup_vs_compile_ci if t else None,
+            "noisy": t.noisy if t else False, "noise_note": t.noise_note if t else "",
+            "busy": t.busy if t else False, "busy_note": t.busy_note if t else "",
             "speedup_vs_eager_policy": t.speedup_vs_eager_policy if t else None,
             "speedup_vs_compile_policy": t.speedup_vs_compile_policy if t else None,
             "timing_real": t.real if t else None,
@@ -286,7 +348,7 @@ class Session:
             last.action.get("verdict") == "keep_pytorch" else None
         # the run may end (patience, budget) before the analyst says why: read it off the profile
         reason = reason or why_slower_than_eager(profile_summary(best.result))
-        return (f"best left in PyTorch: the best candidate runs at {t.speedup_vs_eager:.2f}x "
+        return (f"best left in PyTorch: the best candidate runs at {intervals.timing_speedup(t)} "
                 f"eager ({reason})")
 
     def elapsed(self) -> float:
@@ -630,21 +692,67 @@ class Session:
     def _evaluate(self, code: str, iteration: int, sample: int, generation: Generation | None,
                   kind: str, recommendation=None, decision=None, parent: str | None = None,
                   applied: Recommendation | None = None) -> Attempt:
-        folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
-        result = self.executor.evaluate(self.problem, code, self.target,
-                                        self._options_for(generation, parent), folder)
-        attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
-                          decision, parent, applied=applied)
-        self._record(attempt)
+        key, earlier = self._claim(code)
+        if earlier is not None:       # the same code as a judged candidate: its verdict
+            result = Result.from_dict(earlier.result.to_dict())
+            attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
+                              decision, parent, applied=applied, same_as=earlier.id)
+            self._record(attempt)
+            return attempt
+        try:
+            folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
+            result = self.executor.evaluate(self.problem, code, self.target,
+                                            self._options_for(generation, parent), folder)
+            attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
+                              decision, parent, applied=applied)
+            self._record(attempt)
+        finally:
+            with self._same_lock:
+                done = self._judging.pop(key, None)
+            if done is not None:
+                done.set()
         return attempt
+
+    def _claim(self, code: str) -> tuple[str | None, Attempt | None]:
+        """(the code's normalised key, the earlier candidate judged with the same code or
+        None). With None the caller judges it, and another sample with the same code waits
+        for that verdict rather than being judged beside it."""
+        key = normalised_code(code)
+        if not key:
+            return key, None
+        while True:
+            with self._same_lock:
+                earlier = self._judged_with(key)
+                if earlier is not None:
+                    return key, earlier
+                waiting = self._judging.get(key)
+                if waiting is None:
+                    self._judging[key] = threading.Event()
+                    return key, None
+            waiting.wait()
+
+    def _judged_with(self, key: str | None) -> Attempt | None:
+        """The first candidate (in the history's order) judged with this normalised code."""
+        if not key:
+            return None
+        for a in list(self.history):
+            if not a.code or a.result.state == GENERATION_FAILURE:
+                continue
+            if a.id not in self._code_keys:
+                self._code_keys[a.id] = normalised_code(a.code)
+            if self._code_keys[a.id] == key:
+                return a
+        return None
 
     def _record(self, attempt: Attempt) -> None:
         with self._state_lock:       # samples finish on several threads; the tree is read whole
             attempt.lineage = self.tree().lineage_of(attempt)
             self.history.append(attempt)
+        best, ties = self._standing()
         self._emit("evaluated", attempt.iteration, sample=attempt.sample, code=attempt.code,
-                   result=attempt.result.to_dict(), best=self.best is attempt, kind=attempt.kind,
-                   parent=attempt.parent, lineage=attempt.lineage)
+                   result=attempt.result.to_dict(), best=best is attempt, kind=attempt.kind,
+                   parent=attempt.parent, lineage=attempt.lineage, same_as=attempt.same_as,
+                   tie_with=ties.get(attempt.id))
         self._emit("usage", attempt.iteration, **self._usage_dict())
         if self._status:                    # not for a candidate judged before the run starts
             self._save_state()
@@ -700,6 +808,7 @@ class Session:
         """Take back a saved run's history, usage, elapsed time and events (see saved.py)."""
         progress = run.data["progress"]
         self.history = History(saved.attempt_from_dict(d) for d in run.data["history"])
+        self._standing_cache, self._code_keys = None, {}
         self.usage = saved.usage_from_dict(progress.get("usage", {}))
         self._largest_call = Usage()
         # an iteration with a judged candidate is done (with several samples, some may be

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import html
+import io
+import re
+import tokenize
 from dataclasses import dataclass
 
 from ..agents.base import Generation, Recommendation, Usage
+from ..intervals import timing_speedup
 from ..result import CORRECT, Result
 from .decisions import Decision
 
@@ -50,6 +54,8 @@ class Attempt:
     lineage: str | None = None       # the id of the first correct candidate of its line (search.py)
     applied: Recommendation | None = None   # the change it was asked to make, where it was one
     #                                  (the recommendation, an alternative, another lineage's)
+    same_as: str | None = None       # the id of an earlier candidate with the same code (comments
+    #                                  and blank lines aside): not judged again, its verdict taken
 
     @property
     def id(self) -> str:
@@ -76,17 +82,19 @@ class Attempt:
                 "decision_text": self.decision.text if self.decision else None,
                 "parent": self.parent, "lineage": self.lineage,
                 "applied": {"title": self.applied.title, "text": self.applied.text}
-                if self.applied else None}
+                if self.applied else None, "same_as": self.same_as}
 
     def cells(self) -> list[str]:
         """id, kind, state, time and speedup (or the message's start, for a failure)."""
         t = self.result.timing
+        same = f" (same as {self.same_as})" if self.same_as else ""
         if self.result.state == CORRECT and t.candidate_ms is not None:
-            speed = f"{t.speedup_vs_eager:.2f}x vs eager" if t.speedup_vs_eager else \
+            speed = f"{timing_speedup(t)} vs eager" if t.speedup_vs_eager else \
                 (t.note or "no speedup")
-            return [self.id, self.kind, self.result.state, f"{t.candidate_ms:.4g} ms", speed]
+            return [self.id, self.kind, self.result.state, f"{t.candidate_ms:.4g} ms",
+                    speed + same]
         first = (self.result.message.splitlines() or [""])[0]
-        return [self.id, self.kind, self.result.state, "-", first[:60]]
+        return [self.id, self.kind, self.result.state, "-", first[:60] + same]
 
     def __repr__(self) -> str:
         return "<Attempt " + "  ".join(self.cells()) + ">"
@@ -115,3 +123,37 @@ def _table(attempts) -> str:
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in a.cells()) + "</tr>"
                    for a in attempts)
     return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+# C and C++ comments inside a kernel's source string (a URL's "://" is not one)
+C_COMMENTS = re.compile(r"/\*.*?\*/|(?<![:\"'])//[^\n]*", re.S)
+
+
+def normalised_code(code: str | None) -> str | None:
+    """The code with comments and blank lines aside: Python's tokens without comments or
+    blank lines (tokenize; indentation kept as structure, not width), and in multi-line
+    strings (kernel sources) C-style comments, trailing spaces and blank lines dropped. Two
+    candidates with the same normalised code are the same kernel: one is not judged again.
+    Code tokenize cannot read is compared line by line, blank and `#` lines dropped."""
+    if not code:
+        return code
+    parts: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type in (tokenize.COMMENT, tokenize.NL):
+                continue
+            if tok.type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE,
+                            tokenize.ENDMARKER):
+                parts.append(tokenize.tok_name[tok.type])
+            elif tok.type == tokenize.STRING and "\n" in tok.string:
+                parts.append(_plain_lines(C_COMMENTS.sub("", tok.string)))
+            else:
+                parts.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return _plain_lines("\n".join(line for line in code.splitlines()
+                                      if not line.lstrip().startswith("#")))
+    return "\x1f".join(parts)
+
+
+def _plain_lines(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import artifacts
 from ..agents.base import Recommendation, Usage
+from ..intervals import speedup_text
 from ..result import Result
 from .decisions import Decision
 from .records import Attempt, Budget
@@ -161,7 +162,7 @@ def runs_table(runs: list) -> str:
         rows.append((run.folder.name, run.status,
                      f"{run.iterations_done}/{run.iterations_budget}",
                      s.get("best_state") or "-",
-                     f"{speedup:.2f}x" if speedup else "-",
+                     speedup_text(speedup, s.get("speedup_vs_eager_ci")) if speedup else "-",
                      s.get("reason") or ("killed before it finished"
                                          if run.status == "interrupted" else "")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -232,7 +233,8 @@ def attempt_from_dict(d: dict) -> Attempt:
     return Attempt(d["iteration"], d["sample"], d["kind"], d.get("code"),
                    Result.from_dict(d["result"]), None, recommendation, decision,
                    d.get("parent"), d.get("lineage"),
-                   Recommendation(applied["title"], applied["text"]) if applied else None)
+                   Recommendation(applied["title"], applied["text"]) if applied else None,
+                   d.get("same_as"))
 
 
 def usage_from_dict(d: dict) -> Usage:

@@ -14,7 +14,8 @@ asks the analyst about each branch's parent and generates `--samples` children p
             recommendation, a parent's other samples apply changes that made another lineage
             faster (recombination); a short population is topped up with new seeds
 
-A person steers every strategy: a pinned candidate is always expanded (before the strategy's
+A candidate whose code repeats an earlier one's (Attempt.same_as) is never expanded: the earlier
+is. A person steers every strategy: a pinned candidate is always expanded (before the strategy's
 own choices), a pruned one and everything descended from it never are. The budgets (rounds,
 tokens, cost, wall time, patience) hold for the whole search, not per branch.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from .. import intervals
 from ..agents.base import Recommendation
 from ..problem import ProblemError
 from ..result import CORRECT
@@ -87,7 +89,7 @@ class Tree:
 
     def population(self) -> list[Attempt]:
         """The correct candidates the search may still expand."""
-        return [a for a in self.attempts if a.result.state == CORRECT
+        return [a for a in self.attempts if a.result.state == CORRECT and not a.same_as
                 and a.id not in self.finished and not self.blocked(a)]
 
     def children(self, attempt: Attempt) -> list[Attempt]:
@@ -103,14 +105,17 @@ class Tree:
         return list(dict.fromkeys(titles))
 
     def improvements(self) -> list[tuple[Attempt, float]]:
-        """Children that applied a change and beat their correct parent, with the gain."""
+        """Children that applied a change and beat their correct parent, with the gain: under
+        IMPROVED of its time and, where both speedups have intervals, intervals that separate
+        (a tie is no improvement)."""
         out = []
         for child in self.attempts:
             parent = self.parent(child)
             if child.applied is None or parent is None or parent.result.state != CORRECT \
                     or child.result.state != CORRECT:
                 continue
-            if child.speed < parent.speed * IMPROVED:
+            if child.speed < parent.speed * IMPROVED and intervals.compare(
+                    child.result.timing, parent.result.timing) == "better":
                 out.append((child, parent.speed / child.speed))
         return sorted(out, key=lambda pair: -pair[1])
 
@@ -125,7 +130,7 @@ class Greedy:
         # the finished are not left out here: when the analyst has nothing more for the best,
         # the climb ends rather than going back down to the second best
         correct = sorted((a for a in tree.attempts if a.result.state == CORRECT
-                          and not tree.blocked(a)), key=rank)
+                          and not a.same_as and not tree.blocked(a)), key=rank)
         pinned = [a for a in correct if a.id in tree.pinned]
         chosen = (pinned or correct)[:1]
         return [Branch(a) for a in chosen if a.id not in tree.finished]

@@ -12,15 +12,18 @@ import threading
 import time
 
 from ..bench.report import Row, fast_line, summary, table
+from ..intervals import faster_than, speedup_text, valid_ci
 from ..bench.runner import Progress
 
 
 def row_line(row: Row) -> str:
-    speed = (f" {row.speedup_vs_eager:.2f}x eager" + (
-        f", {row.speedup_vs_compile:.2f}x compile" if row.speedup_vs_compile else "")
-        if row.correct and row.real and row.speedup_vs_eager else "")
+    speed = (f" {speedup_text(row.speedup_vs_eager, row.speedup_vs_eager_ci, noisy=row.noisy)}"
+             " eager" + (f", {speedup_text(row.speedup_vs_compile, row.speedup_vs_compile_ci)}"
+                         " compile" if row.speedup_vs_compile else "")
+             if row.correct and row.real and row.speedup_vs_eager else "")
     where = f" on {row.worker}" if row.worker else ""
-    return f"{row.id}: {row.state}{speed} ({row.seconds:.0f} s{where})"
+    busy = " BUSY while timing" if row.busy and row.correct else ""
+    return f"{row.id}: {row.state}{speed}{busy} ({row.seconds:.0f} s{where})"
 
 
 class TerminalBar(Progress):
@@ -146,8 +149,9 @@ class NotebookView(Progress):
 
 
 def speedup_png(rows: list[Row]) -> bytes | None:
-    """Speedup vs eager per correct problem with a real timing (log scale, 1x marked), as PNG
-    bytes (a Figure of its own: the notebook's pyplot backend is left alone)."""
+    """Speedup vs eager per correct problem with a real timing (log scale, 1x marked, the 95 %
+    interval as an error bar; green: the interval lies above 1x), as PNG bytes (a Figure of its
+    own: the notebook's pyplot backend is left alone)."""
     timed = [r for r in rows if r.correct and r.real and r.speedup_vs_eager]
     if not timed:
         return None
@@ -156,8 +160,13 @@ def speedup_png(rows: list[Row]) -> bytes | None:
     timed.sort(key=lambda r: r.speedup_vs_eager)
     figure = Figure(figsize=(min(12, 2 + 0.3 * len(timed)), 3.6))
     axes = figure.subplots()
-    axes.bar(range(len(timed)), [r.speedup_vs_eager for r in timed],
-             color=["tab:green" if r.speedup_vs_eager >= 1 else "tab:red" for r in timed])
+    values = [r.speedup_vs_eager for r in timed]
+    bounds = [valid_ci(r.speedup_vs_eager_ci) for r in timed]
+    errors = [[max(v - b[0], 0) if b else 0 for v, b in zip(values, bounds)],
+              [max(b[1] - v, 0) if b else 0 for v, b in zip(values, bounds)]]
+    axes.bar(range(len(timed)), values, yerr=errors if any(bounds) else None, capsize=2,
+             color=["tab:green" if faster_than(r.speedup_vs_eager, r.speedup_vs_eager_ci)
+                    else "tab:grey" if r.speedup_vs_eager >= 1 else "tab:red" for r in timed])
     axes.axhline(1.0, color="black", linewidth=0.8)
     axes.set_yscale("log")
     axes.set_ylabel("speedup vs eager")

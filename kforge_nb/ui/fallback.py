@@ -14,6 +14,7 @@ import html
 import io
 from functools import lru_cache
 
+from ..intervals import busy_text, interval_text, roofline_text, timing_speedup, valid_ci
 from ..result import measures_line
 
 STATE_COLOURS = {
@@ -53,9 +54,9 @@ def best_line(record: dict) -> str:
     if record.get("best_id") and s.get("candidate_ms") is not None:
         line += f"; best {record['best_id']}: {s['candidate_ms']:.4g} ms"
         if s.get("speedup_vs_eager"):
-            line += f", {s['speedup_vs_eager']:.2f}x vs eager"
+            line += f", {timing_speedup(s)} vs eager"
         if s.get("speedup_vs_compile"):
-            line += f", {s['speedup_vs_compile']:.2f}x vs torch.compile"
+            line += f", {timing_speedup(s, 'compile', mark_noise=False)} vs torch.compile"
         if s.get("speedup_vs_eager_policy"):     # --precision: eager run under the same policy
             line += f", {s['speedup_vs_eager_policy']:.2f}x vs eager under the precision policy"
     elif s["candidates"]:
@@ -66,8 +67,16 @@ def best_line(record: dict) -> str:
     return line
 
 
+def busy_line(record: dict) -> str | None:
+    """The busy banner's text, where a timing of the run was taken on a busy machine."""
+    busy = record.get("busy")
+    return busy_text(busy.get("note") or "", busy.get("ids") or ()) if busy else None
+
+
 def to_text(record: dict) -> str:
     lines = [headline(record), best_line(record)]
+    if busy_line(record):
+        lines.append(f"BUSY: {busy_line(record)}")
     if record.get("confirmation"):
         lines.append(record["confirmation"])
     if record["summary"].get("measures"):        # the best candidate's --measure hook
@@ -87,6 +96,9 @@ def to_html(record: dict) -> str:
              f'padding:8px">',
              f'<div style="font-size:14px"><b>kforge</b> · {esc(headline(record)[8:])}</div>',
              f'<div>{esc(best_line(record))}</div>']
+    if busy_line(record):
+        parts.append(f'<div style="{NOTE}" data-role="busy">&#9888; {esc(busy_line(record))}'
+                     '</div>')
     if record.get("confirmation"):
         parts.append(f'<div>{esc(record["confirmation"])}</div>')
     if s.get("measures"):
@@ -122,15 +134,37 @@ def candidates_table(record: dict) -> str:
         colour = STATE_COLOURS.get(r["state"], "#616161")
         star = " ★" if a["id"] == record.get("best_id") else ""
         message = "" if r["state"] == "correct" else (r["message"].splitlines() or [""])[0][:90]
+        message = "; ".join(m for m in (same_or_tie(a), message) if m)
         cells = [esc(a["id"] + star), esc(a["kind"]),
                  f'<span style="color:{colour};font-weight:bold">{esc(r["state"])}</span>',
-                 fmt(t.get("candidate_ms")), fmt(t.get("speedup_vs_eager"), ".2f", "x"),
-                 fmt(t.get("speedup_vs_compile"), ".2f", "x"),
-                 fmt(roof.get("fraction_of_sol"), ".1%"), esc(message)]
+                 fmt(t.get("candidate_ms")) + (" (busy)" if t.get("busy") else ""),
+                 speedup_cell(t, "eager"), speedup_cell(t, "compile"),
+                 esc(roofline_text(roof.get("fraction_of_sol"), roof.get("ceiling_exceeded"))),
+                 esc(message)]
         rows.append("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
     head = "".join(f'<th style="{CELL};background:#f3f3f3">{h}</th>' for h in header)
     return (f'<table style="border-collapse:collapse;margin:4px 0"><tr>{head}</tr>'
             f'{"".join(rows)}</table>')
+
+
+def speedup_cell(t: dict, baseline: str) -> str:
+    """A speedup with its interval (the exact bounds as the cell's title), marked noisy."""
+    text = esc(timing_speedup(t, baseline, mark_noise=False))
+    title = interval_text(t.get(f"speedup_vs_{baseline}_ci"))
+    if title:
+        text = f'<span title="{esc(title)}">{text}</span>'
+    if t.get("noisy") and baseline == "eager" and t.get(f"speedup_vs_{baseline}"):
+        text += f' <span title="{esc(t.get("noise_note") or "noisy")}">(noisy)</span>'
+    return text
+
+
+def same_or_tie(a: dict) -> str:
+    """"same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0"."""
+    if a.get("same_as"):
+        return f"same as {a['same_as']}"
+    if a.get("tie_with"):
+        return f"tie with {a['tie_with']}"
+    return ""
 
 
 def id_key(attempt_id) -> tuple:
@@ -210,6 +244,8 @@ def tree_marks(record: dict, a: dict, greyed: bool, labels: dict[str, str]) -> l
         marks.append(f"<- {a['parent']}")
     if a["id"] == record.get("best_id"):
         marks.append("★ best")
+    if same_or_tie(a):
+        marks.append(same_or_tie(a))
     marks += [what for what in ("pinned", "pruned", "finished")
               if a["id"] in (search.get(what) or ())]
     if greyed and a["id"] not in (search.get("pruned") or ()):
@@ -221,8 +257,8 @@ def tree_timing(a: dict) -> str:
     t = a["result"].get("timing") or {}
     if a["result"]["state"] != "correct" or t.get("candidate_ms") is None:
         return ""
-    speedup = f" {t['speedup_vs_eager']:.2f}x" if t.get("speedup_vs_eager") else ""
-    return f" {t['candidate_ms']:.4g} ms{speedup}"
+    speedup = f" {timing_speedup(t)}" if t.get("speedup_vs_eager") else ""
+    return f" {t['candidate_ms']:.4g} ms{speedup}" + (" (busy)" if t.get("busy") else "")
 
 
 def tree_text(record: dict) -> list[str]:
@@ -270,13 +306,22 @@ def tree_html(record: dict) -> str:
 
 
 def speedup_points(record: dict) -> tuple:
-    """((id, vs eager, vs compile), ...) for the correct candidates with a real timing."""
+    """((id, vs eager, vs compile, eager interval, compile interval), ...) for the correct
+    candidates with a real timing; an interval is (low, high) or None."""
     points = []
     for a in record["history"]:
         t = a["result"].get("timing") or {}
         if a["result"]["state"] == "correct" and t.get("real") and t.get("speedup_vs_eager"):
-            points.append((a["id"], t["speedup_vs_eager"], t.get("speedup_vs_compile")))
+            points.append((a["id"], t["speedup_vs_eager"], t.get("speedup_vs_compile"),
+                           valid_ci(t.get("speedup_vs_eager_ci")),
+                           valid_ci(t.get("speedup_vs_compile_ci"))))
     return tuple(points)
+
+
+def error_bars(values, bounds):
+    """matplotlib's yerr (two rows: below, above) for points with (low, high) or None."""
+    return [[max(v - b[0], 0) if b else 0 for v, b in zip(values, bounds)],
+            [max(b[1] - v, 0) if b else 0 for v, b in zip(values, bounds)]]
 
 
 @lru_cache(maxsize=16)
@@ -293,14 +338,21 @@ def speedup_png(points: tuple) -> str | None:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     x = range(len(points))
-    ax.plot(x, [p[1] for p in points], "o-", color="#1565c0", label="vs eager")
-    if any(p[2] for p in points):
-        ax.plot([i for i, p in zip(x, points) if p[2]], [p[2] for p in points if p[2]], "o-",
-                color="#ef6c00", label="vs torch.compile")
+    eager = [p[1] for p in points]
+    ax.errorbar(list(x), eager, yerr=error_bars(eager, [p[3] for p in points]), fmt="o-",
+                color="#1565c0", capsize=3, label="vs eager")
+    timed = [(i, p) for i, p in zip(x, points) if p[2]]
+    if timed:
+        compile_ = [p[2] for _, p in timed]
+        ax.errorbar([i for i, _ in timed], compile_,
+                    yerr=error_bars(compile_, [p[4] for _, p in timed]), fmt="o-",
+                    color="#ef6c00", capsize=3, label="vs torch.compile")
     ax.axhline(1.0, color="#999", linestyle="--", linewidth=1)
     ax.set_xticks(list(x), [p[0] for p in points])
     ax.set_ylabel("speedup (x)")
-    ax.set_title("speedup per correct candidate", fontsize=10)
+    ax.set_title("speedup per correct candidate (bars: 95 % interval)"
+                 if any(p[3] or p[4] for p in points) else "speedup per correct candidate",
+                 fontsize=10)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     out = io.BytesIO()

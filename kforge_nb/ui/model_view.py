@@ -11,14 +11,22 @@ import html
 import io
 import sys
 
+from ..intervals import speedup_text
 from ..result import measures_line
 from ..session.events import Event
 from .terminal import Progress
 
 
-def speed(value, real=True) -> str:
-    """A speedup, or `-` where there is none or the timing is not a performance figure."""
-    return f"{value:.2f}x" if value and real is not False else "-"
+def speed(value, real=True, ci=None) -> str:
+    """A speedup (`1.42x ±6%` with its 95 % interval where the row has one), or `-` where
+    there is none or the timing is not a performance figure."""
+    return speedup_text(value, ci) if value and real is not False else "-"
+
+
+def ci_of(row: dict, baseline: str = "eager"):
+    """A row's interval of its speedup vs `baseline`: its own key, or its result's timing."""
+    key = f"speedup_vs_{baseline}_ci"
+    return row.get(key) or (((row.get("result") or {}).get("timing") or {}).get(key))
 
 
 def parts_table(rows: list[dict]) -> str:
@@ -35,8 +43,9 @@ def parts_table(rows: list[dict]) -> str:
             continue
         lines.append((str(r["part"]), f"{r['share']:.0%}", f"x{r['occurrences']}",
                       r["label"][:38], r["state"],
-                      speed(r.get("speedup_vs_eager"), r.get("timing_real")),
-                      speed(r.get("speedup_vs_compile"), r.get("timing_real")),
+                      speed(r.get("speedup_vs_eager"), r.get("timing_real"), ci_of(r)),
+                      speed(r.get("speedup_vs_compile"), r.get("timing_real"),
+                            ci_of(r, "compile")),
                       "kernel" if r.get("used") else "as written"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
@@ -52,9 +61,10 @@ def end_to_end_line(e2e: dict) -> str:
     if e2e["state"] == "correct" and e2e.get("candidate_ms"):
         if e2e.get("timing_real"):
             line += (f", {e2e['candidate_ms']:.4g} ms vs eager {e2e['eager_ms']:.4g} ms "
-                     f"({speed(e2e['speedup_vs_eager'])})")
+                     f"({speed(e2e['speedup_vs_eager'], True, ci_of(e2e))})")
             if e2e.get("speedup_vs_compile"):
-                line += f", {speed(e2e['speedup_vs_compile'])} vs torch.compile"
+                line += (f", {speed(e2e['speedup_vs_compile'], True, ci_of(e2e, 'compile'))} "
+                         "vs torch.compile")
         else:
             line += f", {e2e['candidate_ms']:.4g} ms (not a performance figure)"
     else:
@@ -100,7 +110,8 @@ class TerminalModelProgress:
         elif event.kind == "part_finished":
             r = d["part"]
             self.say(f"part {r['part']}: {r['state']}, "
-                     f"{speed(r.get('speedup_vs_eager'), r.get('timing_real'))} vs eager; "
+                     f"{speed(r.get('speedup_vs_eager'), r.get('timing_real'), ci_of(r))} "
+                     "vs eager; "
                      f"{'kernel used' if r['used'] else 'kept as written'} ({r['why']})")
         elif event.kind == "recomposed":
             self.say(f"recomposed: {d['path']}")
@@ -134,8 +145,8 @@ def summary_html(summary: dict, live_part: str = "", png: str | None = None) -> 
     for r in summary["parts"]:
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             r["part"], f"{r['share']:.0%}", f"x{r['occurrences']}", r["label"], r["state"],
-            speed(r.get("speedup_vs_eager"), r.get("timing_real")),
-            speed(r.get("speedup_vs_compile"), r.get("timing_real")),
+            speed(r.get("speedup_vs_eager"), r.get("timing_real"), ci_of(r)),
+            speed(r.get("speedup_vs_compile"), r.get("timing_real"), ci_of(r, "compile")),
             "kernel" if r.get("used") else "as written")) +
             f"<td title='{html.escape(r.get('why', ''))}'>{html.escape(r.get('why', ''))}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("part", "share", "uses", "ops", "state", "vs eager",
@@ -211,10 +222,11 @@ class NotebookModelView:
             e = d["event"]
             if e["kind"] == "evaluated":
                 r = e["data"]["result"]
+                t = r["timing"]
                 self.live_part = (f"part {d['part']}: iteration {e['iteration']}: {r['state']}"
-                                  + (f", {r['timing']['speedup_vs_eager']:.2f}x vs eager"
-                                     if r["state"] == "correct" and
-                                     r["timing"].get("speedup_vs_eager") else ""))
+                                  + (f", {speed(t['speedup_vs_eager'], True, ci_of(t))} "
+                                     "vs eager" if r["state"] == "correct" and
+                                     t.get("speedup_vs_eager") else ""))
             else:
                 return
         elif event.kind == "recomposed":

@@ -45,6 +45,7 @@ def run_record(session) -> dict:
     finished = next((e for e in reversed(run) if e.kind == "finished"), None)
     iterations = started.data["iterations"] if started else session.budget.iterations
     with_map = [a.id for a in history if a.result.correctness.error_map][-MAX_ERROR_MAPS:]
+    ties = session.ties if hasattr(session, "ties") else {}
     record = {
         "version": RECORD_VERSION,
         "run_id": session.folder.name,
@@ -55,6 +56,7 @@ def run_record(session) -> dict:
         "model": started.data.get("model") if started else None,
         "device": started.data.get("device") if started else None,
         "timing_note": timing_note(started, history),
+        "busy": busy_record(history),
         "progress": {"iteration": current_iteration(run, iterations), "iterations": iterations},
         "status": status_line(run, iterations, best),
         "notices": list(dict.fromkeys(e.data["text"] for e in run if e.kind == "notice")),
@@ -63,7 +65,7 @@ def run_record(session) -> dict:
         "best_id": best.id if best else None,
         "best": {"id": best.id, "iteration": best.iteration, "sample": best.sample,
                  "code": best.code} if best else None,
-        "history": [attempt_record(a, a.id in with_map) for a in history],
+        "history": [attempt_record(a, a.id in with_map, ties.get(a.id)) for a in history],
         "search": search_record(session),
         "recommendation": latest_recommendation(run),
         "pending": waiting_for_decision(session),
@@ -75,9 +77,11 @@ def run_record(session) -> dict:
     return finite(record)
 
 
-def attempt_record(a, keep_map: bool) -> dict:
+def attempt_record(a, keep_map: bool, tie_with: str | None = None) -> dict:
     """One candidate: its verdict without the bulky parts, its top kernels per lane, and its
-    error map when kept (values to 4 significant digits)."""
+    error map when kept (values to 4 significant digits); `same_as`: the earlier candidate
+    whose code it repeats (not judged again), `tie_with`: the best it was faster than on its
+    point but not beyond their intervals (the best stayed)."""
     r = a.result.to_dict()
     profile = r.pop("profile", None) or {}
     r["profile"] = {key: profile.get(key) for key in ("trace", "reference_trace")}
@@ -93,7 +97,8 @@ def attempt_record(a, keep_map: bool) -> dict:
             "decision": a.decision.kind if a.decision else None,
             "decision_text": a.decision.text if a.decision else None,
             "parent": a.parent, "lineage": a.lineage,
-            "applied": a.applied.title if a.applied else None}
+            "applied": a.applied.title if a.applied else None,
+            "same_as": getattr(a, "same_as", None), "tie_with": tie_with}
 
 
 def search_record(session) -> dict:
@@ -124,6 +129,15 @@ def timeline(best) -> dict:
     p = (best.result.profile or {}) if best else {}
     return {key: sorted(p.get(key) or [], key=lambda e: -e["duration_us"])[:MAX_KERNEL_EVENTS]
             for key in ("reference_events", "candidate_events")}
+
+
+def busy_record(history: list) -> dict | None:
+    """{"ids": the candidates timed while the machine was busy, "note": the latest's busy_note}
+    for the banner every view draws; None when no timing was busy."""
+    busy = [a for a in history if a.result.timing.busy and not getattr(a, "same_as", None)]
+    if not busy:
+        return None
+    return {"ids": [a.id for a in busy], "note": busy[-1].result.timing.busy_note or ""}
 
 
 def timing_note(started: Event | None, history: list) -> str | None:
@@ -197,7 +211,8 @@ def compact_event(e: Event) -> dict:
     """An event without bulky payloads (code and full results live in `history`)."""
     d = e.data
     keep = {"evaluated": lambda: {"sample": d["sample"], "state": d["result"]["state"],
-                                  "best": d.get("best")},
+                                  "best": d.get("best"),
+                                  **{k: d[k] for k in ("same_as", "tie_with") if d.get(k)}},
             "candidate_generated": lambda: {"sample": d["sample"], "failure": d.get("failure")},
             "finished": lambda: {"reason": d.get("reason"), "iterations": d.get("iterations")},
             }.get(e.kind, lambda: {k: v for k, v in d.items()

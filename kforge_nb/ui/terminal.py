@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..intervals import busy_text, roofline_text, timing_speedup
 from ..session.confirm import sentence as confirm_sentence
 from ..session.decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, Decision
 from ..session.events import Event
@@ -31,10 +32,23 @@ class Progress:
         elif event.kind == "evaluated":
             r = d["result"]
             t = r["timing"]
-            speed = (f", {t['candidate_ms']:.4g} ms, {t['speedup_vs_eager']:.2f}x vs eager"
+            speed = (f", {t['candidate_ms']:.4g} ms, {timing_speedup(t)} vs eager"
                      if r["state"] == "correct" and t.get("candidate_ms") and
                      t.get("speedup_vs_eager") else "")
+            roof = r.get("roofline") or {}
+            if r["state"] == "correct" and roof.get("fraction_of_sol") is not None and \
+                    (roof["fraction_of_sol"] > 1 or roof.get("ceiling_exceeded")):
+                speed += f", roofline {roofline_text(roof['fraction_of_sol'], True)}"
             line = f"[{i}.{d['sample']}] {r['state']}{speed}{' (best)' if d['best'] else ''}"
+            if d.get("same_as"):
+                line += f" (same as {d['same_as']}: not judged again)"
+            elif d.get("tie_with"):
+                line += f" (tie with {d['tie_with']}: the intervals overlap, {d['tie_with']} " \
+                        "stays best)"
+            if t.get("busy") and not d.get("same_as"):
+                line += f"\n  BUSY: {busy_text(t.get('busy_note') or '')}"
+            if t.get("noisy") and t.get("noise_note") and not d.get("same_as"):
+                line += f"\n  noisy: {t['noise_note']}"
             if d.get("parent") and d.get("kind") == "optimise":
                 line += f" (from {d['parent']})"
             if r["state"] != "correct":

@@ -4,7 +4,7 @@
  * Every chart scales to its container (viewBox), so the view fits any notebook width.
  */
 import { el, muted, svg, table } from './dom';
-import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, num, percent } from './record';
+import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, intervalText, num, percent, rooflineText, speedupText, validCi } from './record';
 
 const EAGER = '#1565c0';
 const COMPILE = '#ef6c00';
@@ -13,6 +13,9 @@ interface Point {
   id: string;
   eager: number | null;
   compile: number | null;
+  /** 95 % intervals, drawn as error bars; null where the record has none. */
+  eagerCi: [number, number] | null;
+  compileCi: [number, number] | null;
 }
 
 export function speedupPoints(history: Candidate[]): Point[] {
@@ -21,11 +24,14 @@ export function speedupPoints(history: Candidate[]): Point[] {
     .map(a => ({
       id: a.id,
       eager: a.result.timing?.speedup_vs_eager ?? null,
-      compile: a.result.timing?.speedup_vs_compile ?? null
+      compile: a.result.timing?.speedup_vs_compile ?? null,
+      eagerCi: validCi(a.result.timing?.speedup_vs_eager_ci),
+      compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null
     }));
 }
 
-/** Speedup vs eager (blue) and vs torch.compile (orange) per correct candidate; 1x dashed. */
+/** Speedup vs eager (blue) and vs torch.compile (orange) per correct candidate, each with its
+ * 95 % interval as an error bar where the record has one; 1x dashed. */
 export function speedupChart(points: Point[]): Element {
   if (points.length === 0) {
     return muted('no timed candidate yet');
@@ -34,7 +40,7 @@ export function speedupChart(points: Point[]): Element {
   const height = 200;
   const left = 44;
   const bottom = 24;
-  const values = points.flatMap(p => [p.eager || 0, p.compile || 0]);
+  const values = points.flatMap(p => [p.eager || 0, p.compile || 0, p.eagerCi?.[1] || 0, p.compileCi?.[1] || 0]);
   const top = Math.max(1.2, ...values) * 1.1;
   const x = (i: number) => left + (i * (width - left - 16)) / Math.max(points.length - 1, 1);
   const y = (v: number) => height - bottom - (v / top) * (height - bottom - 10);
@@ -67,11 +73,22 @@ export function speedupChart(points: Point[]): Element {
       })
     );
     for (const [i, v] of series) {
+      const ci = key === 'eager' ? points[i].eagerCi : points[i].compileCi;
+      if (ci) {
+        const [lo, hi] = [y(Math.max(ci[0], 0)), y(ci[1])];
+        const cx = x(i);
+        const bar = svg('g', { class: 'kforge-errorbar', 'data-series': key, 'data-id': points[i].id, stroke: colour, 'stroke-width': 1.5 });
+        bar.appendChild(svg('line', { x1: cx, x2: cx, y1: lo, y2: hi }));
+        bar.appendChild(svg('line', { x1: cx - 4, x2: cx + 4, y1: lo, y2: lo }));
+        bar.appendChild(svg('line', { x1: cx - 4, x2: cx + 4, y1: hi, y2: hi }));
+        chart.appendChild(bar);
+      }
+      const span = intervalText(ci);
       chart.appendChild(
         svg(
           'circle',
           { cx: x(i), cy: y(v as number), r: 4, fill: colour },
-          svg('title', undefined, `${points[i].id}: ${fixed(v)}x vs ${key}`)
+          svg('title', undefined, `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ''}`)
         )
       );
     }
@@ -83,7 +100,9 @@ export function speedupChart(points: Point[]): Element {
     el(
       'figcaption',
       undefined,
-      'speedup per correct candidate (higher is better): ',
+      points.some(p => p.eagerCi || p.compileCi)
+        ? 'speedup per correct candidate (higher is better; bars: 95 % interval): '
+        : 'speedup per correct candidate (higher is better): ',
       el('span', { class: 'kforge-key', 'data-series': 'eager' }, '● vs eager'),
       ' ',
       el('span', { class: 'kforge-key', 'data-series': 'compile' }, '● vs torch.compile')
@@ -92,7 +111,8 @@ export function speedupChart(points: Point[]): Element {
   );
 }
 
-/** How close each correct candidate comes to the speed of light, as a bar per candidate. */
+/** How close each correct candidate comes to the speed of light, as a bar per candidate. A
+ * fraction above 100 % is a full bar marked "ceiling underestimated", never a longer one. */
 export function rooflineBars(history: Candidate[]): Element {
   const rows = history.filter(a => a.result.state === 'correct' && a.result.roofline?.fraction_of_sol != null);
   if (rows.length === 0) {
@@ -104,14 +124,19 @@ export function rooflineBars(history: Candidate[]): Element {
     el('div', undefined, 'fraction of the speed of light (roofline)'),
     ...rows.map(a => {
       const frac = a.result.roofline?.fraction_of_sol as number;
-      const bar = el('span', { class: 'kforge-bar' });
-      bar.style.width = `${Math.min(Math.max(frac, 0), 1) * 100}%`;
+      const over = frac > 1 || !!a.result.roofline?.ceiling_exceeded;
+      const bar = el('span', { class: 'kforge-bar', 'data-ceiling': over ? 'underestimated' : null });
+      bar.style.width = `${over ? 100 : Math.min(Math.max(frac, 0), 1) * 100}%`;
       return el(
         'div',
-        { class: 'kforge-bar-row' },
+        { class: 'kforge-bar-row', 'data-id': a.id },
         el('span', { class: 'kforge-bar-label' }, a.id),
         el('span', { class: 'kforge-bar-track' }, bar),
-        el('span', undefined, `${percent(frac)} (${a.result.roofline?.bound || '?'}-bound)`)
+        el(
+          'span',
+          { title: over ? `measured ${percent(frac)}: no honest kernel beats the hardware, so the ceiling is too low` : null },
+          `${rooflineText(frac, over)} (${a.result.roofline?.bound || '?'}-bound)`
+        )
       );
     })
   );

@@ -15,6 +15,15 @@ export interface Timing {
   speedup_vs_eager?: number | null;
   speedup_vs_compile?: number | null;
   speedup_spread?: number | null;
+  /** 95 % intervals [low, high] of the speedups; missing or null in older records. */
+  speedup_vs_eager_ci?: number[] | null;
+  speedup_vs_compile_ci?: number[] | null;
+  /** The interval stayed wider than the evaluator's goal; the note says so in a sentence. */
+  noisy?: boolean;
+  noise_note?: string;
+  /** The machine was busy while timing; the note says what was seen. */
+  busy?: boolean;
+  busy_note?: string;
 }
 
 export interface Correctness {
@@ -47,7 +56,8 @@ export interface Result {
   error?: ErrorInfo | null;
   correctness?: Correctness | null;
   timing?: Timing | null;
-  roofline?: { fraction_of_sol?: number | null; bound?: string | null } | null;
+  /** ceiling_exceeded: above 1 the measured ceiling is too low (views cap the bar). */
+  roofline?: { fraction_of_sol?: number | null; bound?: string | null; ceiling_exceeded?: boolean } | null;
   profile?: { trace?: string | null; reference_trace?: string | null } | null;
 }
 
@@ -82,6 +92,10 @@ export interface Candidate {
   lineage?: string | null;
   /** The title of the change it was asked to make. */
   applied?: string | null;
+  /** The earlier candidate whose code it repeats (comments aside): not judged again. */
+  same_as?: string | null;
+  /** The best it was faster than on its point, but not beyond their intervals: a tie. */
+  tie_with?: string | null;
 }
 
 export interface Recommendation {
@@ -126,6 +140,9 @@ export interface RunRecord {
     candidate_ms?: number | null;
     speedup_vs_eager?: number | null;
     speedup_vs_compile?: number | null;
+    speedup_vs_eager_ci?: number[] | null;
+    speedup_vs_compile_ci?: number[] | null;
+    noisy?: boolean;
     input_tokens: number;
     output_tokens: number;
     cost_usd: number;
@@ -136,6 +153,8 @@ export interface RunRecord {
   model?: string | null;
   device?: string | null;
   timing_note?: string | null;
+  /** The candidates timed on a busy machine and the latest's note; null when none was. */
+  busy?: { ids: string[]; note: string } | null;
   progress: { iteration: number; iterations: number };
   status: string;
   notices: string[];
@@ -176,4 +195,54 @@ export function percent(value: number | null | undefined): string {
 
 export function firstLine(text: string | null | undefined, length = 120): string {
   return (text || '').split('\n')[0].slice(0, length);
+}
+
+/** [low, high] as two finite numbers with low <= high, else null (older records, bad data). */
+export function validCi(ci: unknown): [number, number] | null {
+  if (!Array.isArray(ci) || ci.length !== 2) {
+    return null;
+  }
+  const [low, high] = ci.map(Number);
+  return Number.isFinite(low) && Number.isFinite(high) && low <= high ? [low, high] : null;
+}
+
+/** "±6%": the interval's half-width as a share of the point; "" without an interval. */
+export function pmText(point: number | null | undefined, ci: unknown): string {
+  const bounds = validCi(ci);
+  if (!bounds || !point || !Number.isFinite(point)) {
+    return '';
+  }
+  const pct = ((bounds[1] - bounds[0]) / 2 / Math.abs(point)) * 100;
+  return pct < 0.95 ? `±${pct.toFixed(1)}%` : `±${pct.toFixed(0)}%`;
+}
+
+/** A speedup as every view writes it (kforge_nb/intervals.py): "1.42x ±6%", "1.42x", "-". */
+export function speedupText(point: number | null | undefined, ci?: unknown, noisy = false): string {
+  if (point === null || point === undefined) {
+    return '-';
+  }
+  const pm = pmText(point, ci);
+  return `${point.toFixed(2)}x${pm ? ` ${pm}` : ''}${noisy ? ' (noisy)' : ''}`;
+}
+
+/** "95 % interval 1.33-1.51x" for titles; "" without one. */
+export function intervalText(ci: unknown): string {
+  const bounds = validCi(ci);
+  return bounds ? `95 % interval ${num(bounds[0], 3)}-${num(bounds[1], 3)}x` : '';
+}
+
+export const CEILING_NOTE = 'ceiling underestimated';
+
+/** A fraction of the speed of light; above 1 (or flagged) never shown as more than 100 %. */
+export function rooflineText(fraction: number | null | undefined, exceeded = false): string {
+  if (fraction === null || fraction === undefined) {
+    return '-';
+  }
+  return exceeded || fraction > 1 ? `>100% (${CEILING_NOTE})` : percent(fraction);
+}
+
+/** The busy banner's text. */
+export function busyText(note: string, ids: string[] = []): string {
+  const which = ids.length ? ` (candidate${ids.length > 1 ? 's' : ''} ${ids.join(', ')})` : '';
+  return `the machine was busy while timing${which}: speedups may be off${note ? `; ${note}` : ''}`;
 }

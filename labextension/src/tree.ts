@@ -13,7 +13,7 @@
  * .kforge-tree-row, button[data-steer=pin|unpin|prune|unprune][data-id].
  */
 import { Child, badge, el, muted } from './dom';
-import { Candidate, RunRecord, Steer, fixed, num } from './record';
+import { Candidate, RunRecord, Steer, intervalText, num, speedupText } from './record';
 
 export interface TreeNode {
   candidate: Candidate;
@@ -167,11 +167,22 @@ export function treeView(r: RunRecord, options: TreeOptions): Child[] {
       ' ',
       badge(a.result.state),
       correct && t.candidate_ms != null
-        ? el('span', { class: 'kforge-tree-time', title: 'its time; its speedup vs eager' }, ` ${num(t.candidate_ms)} ms`, t.speedup_vs_eager ? ` ${fixed(t.speedup_vs_eager)}x` : '')
+        ? el(
+            'span',
+            { class: 'kforge-tree-time', title: `its time; its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ''}` },
+            ` ${num(t.candidate_ms)} ms`,
+            t.speedup_vs_eager ? ` ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci)}` : ''
+          )
         : null,
       lineage ? tag('lineage', lineage, `lineage of candidate ${a.lineage}`) : null,
       a.parent && !ids.has(a.parent) ? tag('parent', `← ${a.parent}`, `made from ${a.parent}, not in this record`) : null,
       a.id === r.best_id ? tag('best', '★ best', 'the best candidate so far') : null,
+      a.same_as ? tag('same', `same as ${a.same_as}`, `its code repeats ${a.same_as}'s (comments aside): not judged again, its verdict taken`) : null,
+      a.tie_with && !a.same_as
+        ? tag('tie', `tie with ${a.tie_with}`, `faster than ${a.tie_with} on its point, but their 95 % intervals overlap: ${a.tie_with} stayed best`)
+        : null,
+      correct && t.noisy && !a.same_as ? tag('noisy', 'noisy', t.noise_note || 'the interval stayed wider than the goal') : null,
+      t.busy && !a.same_as ? tag('busy', 'busy', t.busy_note || 'the machine was busy while timing') : null,
       pinned.has(a.id) ? tag('pinned', 'pinned', 'expanded every round') : null,
       pruned.has(a.id) ? tag('pruned', 'pruned', 'never expanded again, nor its descendants') : null,
       finished.has(a.id) ? tag('finished', 'finished', 'the analyst had nothing more for it') : null,

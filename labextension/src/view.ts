@@ -4,9 +4,11 @@
  *
  *   header       problem, target, device, provider; "iteration i/N" and Stop while running, the
  *                end state and why once finished
- *   notes        timings that are not performance figures, notices, "saved run — no kernel"
+ *   notes        timings that are not performance figures, the busy banner (a timing taken on a
+ *                busy machine), notices, "saved run — no kernel"
  *   status       what the session does now, and the kernel's reply to the last action
- *   candidates   one chip per candidate (unique ids); a click shows it in the tabs
+ *   candidates   one chip per candidate (unique ids), with its speedup and 95 % interval
+ *                ("1.42x ±6%"), "tie" / "same as 0.0"; a click shows it in the tabs
  *   tree         the candidates tree (tree.ts): parent -> child, lineage, pinned / pruned;
  *                Pin / Unpin / Prune / Unprune per candidate while running (live only)
  *   tabs         Code (code, diff, editor) | Errors | Correctness | Profile | Performance |
@@ -19,7 +21,7 @@
 import { errorMap, kernelTable, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
 import { diffView } from './diff';
 import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
-import { Action, Candidate, RunRecord, Steer, firstLine, fixed, num, percent } from './record';
+import { Action, Candidate, RunRecord, Steer, busyText, firstLine, fixed, intervalText, num, percent, rooflineText, speedupText } from './record';
 import { treeTitle, treeView } from './tree';
 
 export type Renderer = 'widget' | 'mime';
@@ -197,13 +199,25 @@ export class RunView {
       }
     }
     this.drawHeader(r);
-    this.section('notes', JSON.stringify([r.timing_note, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
+    this.section('notes', JSON.stringify([r.timing_note, r.busy, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
     this.statusText.textContent = r.status;
     this.messageText.textContent = this.message ? ` — ${this.message}` : '';
-    const strip = r.history.map(a => `${a.id}:${a.result.state}`).join(',');
+    const strip = r.history.map(a => `${a.id}:${a.result.state}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}`).join(',');
     this.section('strip', `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
     const steerable = this.live && running;
-    const nodes = r.history.map(a => [a.id, a.result.state, a.parent, a.lineage, a.applied, a.result.timing?.candidate_ms]);
+    const nodes = r.history.map(a => [
+      a.id,
+      a.result.state,
+      a.parent,
+      a.lineage,
+      a.applied,
+      a.result.timing?.candidate_ms,
+      a.result.timing?.speedup_vs_eager_ci,
+      a.same_as,
+      a.tie_with,
+      a.result.timing?.noisy,
+      a.result.timing?.busy
+    ]);
     const tree = JSON.stringify([nodes, r.best_id, r.search, sel?.id, steerable]);
     this.treeSummary.textContent = treeTitle(r);
     this.tree.hidden = r.history.length === 0; // the strip says "no candidate yet"
@@ -224,7 +238,9 @@ export class RunView {
     this.section('correctness', `${id}|${!!sel?.error_map}`, this.views.correctness, () => this.drawCorrectness(sel));
     const events = r.profile?.candidate_events?.length || 0;
     this.section('profile', `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
-    const times = r.history.map(a => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${a.decision}`).join(',');
+    const times = r.history
+      .map(a => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}:${a.decision}`)
+      .join(',');
     this.section('performance', `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
     const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
     this.section('recommendation', rec, this.views.recommendation, () => this.drawRecommendation(r));
@@ -273,8 +289,8 @@ export class RunView {
     let stats = `${s.candidates} candidates · ${fixed(s.elapsed_s, 0)} s · tokens ${s.input_tokens} in / ${s.output_tokens} out · $${fixed(s.cost_usd, 4)}`;
     if (r.best_id && s.candidate_ms != null) {
       stats += ` · best ${r.best_id}: ${num(s.candidate_ms)} ms`;
-      stats += s.speedup_vs_eager ? `, ${fixed(s.speedup_vs_eager)}x vs eager` : '';
-      stats += s.speedup_vs_compile ? `, ${fixed(s.speedup_vs_compile)}x vs torch.compile` : '';
+      stats += s.speedup_vs_eager ? `, ${speedupText(s.speedup_vs_eager, s.speedup_vs_eager_ci, !!s.noisy)} vs eager` : '';
+      stats += s.speedup_vs_compile ? `, ${speedupText(s.speedup_vs_compile, s.speedup_vs_compile_ci)} vs torch.compile` : '';
     }
     replace(
       this.headInfo,
@@ -312,6 +328,7 @@ export class RunView {
       r.timing_note
         ? el('div', { class: 'kforge-note', 'data-role': 'timing-note' }, `⚠ timings are NOT performance figures here: ${r.timing_note}`)
         : null,
+      r.busy ? el('div', { class: 'kforge-note', 'data-role': 'busy' }, `⚠ ${busyText(r.busy.note || '', r.busy.ids || [])}`) : null,
       ...r.notices.map(text => el('div', { class: 'kforge-notice' }, text)),
       r.confirmation ? el('div', { class: 'kforge-notice', 'data-role': 'confirmation' }, r.confirmation) : null,
       r.summary.error ? el('div', { class: 'kforge-note' }, `⚠ ${r.summary.error}`) : null,
@@ -339,13 +356,28 @@ export class RunView {
           'data-id': a.id,
           'data-state': a.result.state,
           'aria-pressed': String(a === sel),
-          title: firstLine(a.result.message, 300)
+          'data-tie': a.tie_with && !a.same_as ? a.tie_with : null,
+          'data-same-as': a.same_as || null,
+          title: [firstLine(a.result.message, 300), intervalText(a.result.timing?.speedup_vs_eager_ci), a.result.timing?.noise_note, a.result.timing?.busy_note]
+            .filter(x => x)
+            .join(' · ')
         },
-        `${a.id} ${a.result.state}${a.id === r.best_id ? ' ★' : ''}`
+        `${a.id} ${a.result.state}${this.chipSpeed(a) ? ` ${this.chipSpeed(a)}` : ''}${a.id === r.best_id ? ' ★' : ''}${this.sameOrTie(a) ? ` · ${this.sameOrTie(a)}` : ''}`
       );
       chip.addEventListener('click', () => this.select(a.id));
       return chip;
     });
+  }
+
+  /** A correct candidate's speedup vs eager with its interval, for its chip ("" otherwise). */
+  private chipSpeed(a: Candidate): string {
+    const t = a.result.timing || {};
+    return a.result.state === 'correct' && t.real && t.speedup_vs_eager ? speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy) : '';
+  }
+
+  /** "same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0". */
+  private sameOrTie(a: Candidate): string {
+    return a.same_as ? `same as ${a.same_as}` : a.tie_with ? `tie with ${a.tie_with}` : '';
   }
 
   private head(a: Candidate, r?: RunRecord): HTMLElement {
@@ -452,12 +484,12 @@ export class RunView {
           `${a.id}${a.id === r.best_id ? ' ★' : ''}`,
           a.kind,
           badge(a.result.state),
-          num(t.candidate_ms),
-          fixed(t.speedup_vs_eager, 2, 'x'),
-          fixed(t.speedup_vs_compile, 2, 'x'),
-          percent(a.result.roofline?.fraction_of_sol),
+          num(t.candidate_ms) + (t.busy ? ' (busy)' : ''),
+          el('span', { 'data-speedup': 'eager', title: intervalText(t.speedup_vs_eager_ci) || null }, speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)),
+          el('span', { 'data-speedup': 'compile', title: intervalText(t.speedup_vs_compile_ci) || null }, speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)),
+          rooflineText(a.result.roofline?.fraction_of_sol, !!a.result.roofline?.ceiling_exceeded),
           (a.decision || '') + (a.recommendation ? `: ${a.recommendation.slice(0, 60)}` : ''),
-          a.result.state === 'correct' ? '' : firstLine(a.result.message, 90)
+          [this.sameOrTie(a), a.result.state === 'correct' ? '' : firstLine(a.result.message, 90)].filter(x => x).join('; ')
         ].map(c => el('td', undefined, c))
       );
       row.addEventListener('click', () => this.select(a.id));

@@ -66,6 +66,10 @@ function snapshot() {
     status: q('[data-role=status]').textContent,
     notes: qa('.kforge-note, .kforge-notice').map(n => n.textContent),
     candidates: qa('[data-role=candidate]').map(c => c.getAttribute('data-id')),
+    chips: qa('[data-role=candidate]').map(c => c.textContent),
+    // the speedup chart's 95 % intervals ("eager:ID"), and the roofline rows drawn capped
+    errorbars: qa('.kforge-errorbar').map(g => `${g.getAttribute('data-series')}:${g.getAttribute('data-id')}`),
+    ceilings: qa('.kforge-bar[data-ceiling=underestimated]').map(b => `${b.closest('[data-id]')?.getAttribute('data-id')}:${b.style.width}`),
     selected: q('[data-role=candidate][aria-pressed=true]')?.getAttribute('data-id') ?? null,
     tabs: qa('button[data-tab]').map(b => b.getAttribute('data-tab')),
     tab: q('button[data-tab][aria-selected=true]').getAttribute('data-tab'),

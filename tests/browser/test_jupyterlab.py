@@ -429,3 +429,56 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
         problems.append("console errors after the reload:\n  " + "\n  ".join(after))
     assert not problems, "after save, kernel shut down and reload:\n- " + "\n- ".join(problems)
     print(f"browser test: {time.monotonic() - t0:.0f} s from page open to the reloaded report")
+
+
+def test_a_saved_report_draws_speedup_intervals_and_the_busy_banner(jupyter_lab, lab_page,
+                                                                     tmp_path):
+    """Issue 27: a saved run whose timings have 95 % intervals, one taken on a busy machine, one
+    noisy, a tie, a repeat and a roofline above 100 %. The verdicts are scripted
+    (tests/support/scripted_run.py), so what is drawn never depends on this machine's load."""
+    import nbformat
+
+    from kforge_nb.ui.report import bundle, run_record
+    from tests.support.scripted_run import BUSY_NOTE, scripted_session
+
+    record = run_record(scripted_session(tmp_path))
+    name = "kforge-intervals.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    cell = nbformat.v4.new_code_cell("# a saved kforge run (scripted verdicts)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=bundle(record))]
+    nb.cells = [cell]
+    nbformat.write(nb, str(jupyter_lab.root / name))
+
+    page = lab_page.page
+    page.goto(jupyter_lab.page_url(name), timeout=PAGE_MS)
+    saved = page.locator("div.kforge-run[data-renderer=mime]").first
+    saved.wait_for(state="visible", timeout=PAGE_MS)
+    lab_page.shot("saved-intervals", focus=saved)
+
+    banner = saved.locator("[data-role=busy]").first
+    banner.wait_for(state="visible")
+    assert "the machine was busy while timing (candidate 0.2)" in banner.inner_text()
+    assert BUSY_NOTE in banner.inner_text()
+    chips = saved.locator("[data-role=candidate]").evaluate_all("els => els.map(e => e.innerText)")
+    assert chips[1] == "0.2 correct 1.25x ±8% · tie with 0.1", chips
+    assert chips[3].endswith("same as 0.3") and chips[4] == "0.5 correct 0.90x", chips
+    header = saved.locator("[data-role=header]").first.inner_text()
+    assert "1.60x ±6% (noisy) vs eager" in header, header
+    tie = saved.locator("[data-role=tree-node][data-id='0.2'] [data-tag=tie]").first
+    assert tie.inner_text() == "tie with 0.1"
+
+    saved.locator("button[data-tab=performance]").first.click()
+    pane = saved.locator("[data-pane=performance]").first
+    pane.wait_for(state="visible")
+    lab_page.shot("saved-intervals-performance", focus=pane)
+    assert pane.locator("svg[data-chart=speedup] .kforge-errorbar").count() == 7
+    capped = pane.locator(".kforge-bar[data-ceiling=underestimated]")
+    assert capped.count() == 1
+    track = capped.first.evaluate("b => [b.getBoundingClientRect().width, "
+                                  "b.parentElement.getBoundingClientRect().width]")
+    assert abs(track[0] - track[1]) < 1.0, f"the capped bar is not a full bar: {track}"
+    text = pane.inner_text()
+    assert ">100% (ceiling underestimated)" in text and "131" not in text
+    assert not console_errors(lab_page), console_errors(lab_page)

@@ -13,6 +13,7 @@ import json
 import re
 
 from ..base import AnalysisRequest, Recommendation
+from ...intervals import speedup_text
 from ..feedback import profile_summary, vendor_time_share, why_slower_than_eager
 from .candidate import read_header
 from .cpp_kernels import host_has_avx512
@@ -29,6 +30,7 @@ def facts(request: AnalysisRequest) -> dict:
     return {
         "state": r.state,
         "speedup": s.get("speedup_vs_eager", t.speedup_vs_eager),
+        "speedup_ci": s.get("speedup_vs_eager_ci", t.speedup_vs_eager_ci),
         "ms": s.get("candidate_ms", t.candidate_ms),
         "eager_ms": s.get("eager_ms", t.eager_ms),
         "min_bytes": s.get("min_bytes", roof.min_bytes),
@@ -214,7 +216,7 @@ def slower_than_eager(f: dict) -> bool:
 def recovery_rules(f: dict) -> list[Recommendation]:
     """What to try, before anything else, while the best candidate is slower than eager."""
     o, code, out = f["options"], f["code"], []
-    speed = f"the best candidate runs at {f['speedup']:.2f}x eager"
+    speed = f"the best candidate runs at {speedup_text(f['speedup'], f.get('speedup_ci'))} eager"
     if o.get("matmul") == "kernel":
         out.append(rec(
             "go back to the vendor GEMM",
@@ -245,8 +247,9 @@ def recovery_rules(f: dict) -> list[Recommendation]:
 def keep_pytorch(f: dict) -> Recommendation:
     reason = why_slower_than_eager(f["summary"])
     action = {"kind": "done", "verdict": "keep_pytorch", "why": reason}
+    best = speedup_text(f["speedup"], f.get("speedup_ci"))
     return rec("best left in PyTorch",
-               f"No candidate beats eager ({f['speedup']:.2f}x at best); the module is best left "
+               f"No candidate beats eager ({best} at best); the module is best left "
                "in PyTorch.", reason + ".", "none.", action)
 
 
@@ -293,7 +296,8 @@ class BuiltinAnalyst:
             return fresh[0]
         if slower_than_eager(f):
             return keep_pytorch(f)
-        speed = f"{f['speedup']:.2f}x eager" if f["speedup"] else "unknown speed"
+        speed = f"{speedup_text(f['speedup'], f.get('speedup_ci'))} eager" if f["speedup"] \
+            else "unknown speed"
         title = "no further change expected"
         if title in request.history:
             title += f" (round {len(request.history) + 1})"

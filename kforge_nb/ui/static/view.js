@@ -66,6 +66,43 @@ function percent(value) {
 function firstLine(text, length = 120) {
   return (text || "").split("\n")[0].slice(0, length);
 }
+function validCi(ci) {
+  if (!Array.isArray(ci) || ci.length !== 2) {
+    return null;
+  }
+  const [low, high] = ci.map(Number);
+  return Number.isFinite(low) && Number.isFinite(high) && low <= high ? [low, high] : null;
+}
+function pmText(point, ci) {
+  const bounds = validCi(ci);
+  if (!bounds || !point || !Number.isFinite(point)) {
+    return "";
+  }
+  const pct = (bounds[1] - bounds[0]) / 2 / Math.abs(point) * 100;
+  return pct < 0.95 ? `\xB1${pct.toFixed(1)}%` : `\xB1${pct.toFixed(0)}%`;
+}
+function speedupText(point, ci, noisy = false) {
+  if (point === null || point === void 0) {
+    return "-";
+  }
+  const pm = pmText(point, ci);
+  return `${point.toFixed(2)}x${pm ? ` ${pm}` : ""}${noisy ? " (noisy)" : ""}`;
+}
+function intervalText(ci) {
+  const bounds = validCi(ci);
+  return bounds ? `95 % interval ${num(bounds[0], 3)}-${num(bounds[1], 3)}x` : "";
+}
+var CEILING_NOTE = "ceiling underestimated";
+function rooflineText(fraction, exceeded = false) {
+  if (fraction === null || fraction === void 0) {
+    return "-";
+  }
+  return exceeded || fraction > 1 ? `>100% (${CEILING_NOTE})` : percent(fraction);
+}
+function busyText(note, ids = []) {
+  const which = ids.length ? ` (candidate${ids.length > 1 ? "s" : ""} ${ids.join(", ")})` : "";
+  return `the machine was busy while timing${which}: speedups may be off${note ? `; ${note}` : ""}`;
+}
 
 // src/charts.ts
 var EAGER = "#1565c0";
@@ -74,7 +111,9 @@ function speedupPoints(history) {
   return history.filter((a) => a.result.state === "correct" && a.result.timing?.real && a.result.timing?.speedup_vs_eager).map((a) => ({
     id: a.id,
     eager: a.result.timing?.speedup_vs_eager ?? null,
-    compile: a.result.timing?.speedup_vs_compile ?? null
+    compile: a.result.timing?.speedup_vs_compile ?? null,
+    eagerCi: validCi(a.result.timing?.speedup_vs_eager_ci),
+    compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null
   }));
 }
 function speedupChart(points) {
@@ -85,7 +124,7 @@ function speedupChart(points) {
   const height = 200;
   const left = 44;
   const bottom = 24;
-  const values = points.flatMap((p) => [p.eager || 0, p.compile || 0]);
+  const values = points.flatMap((p) => [p.eager || 0, p.compile || 0, p.eagerCi?.[1] || 0, p.compileCi?.[1] || 0]);
   const top = Math.max(1.2, ...values) * 1.1;
   const x = (i) => left + i * (width - left - 16) / Math.max(points.length - 1, 1);
   const y = (v) => height - bottom - v / top * (height - bottom - 10);
@@ -118,11 +157,22 @@ function speedupChart(points) {
       })
     );
     for (const [i, v] of series) {
+      const ci = key === "eager" ? points[i].eagerCi : points[i].compileCi;
+      if (ci) {
+        const [lo, hi] = [y(Math.max(ci[0], 0)), y(ci[1])];
+        const cx = x(i);
+        const bar = svg("g", { class: "kforge-errorbar", "data-series": key, "data-id": points[i].id, stroke: colour, "stroke-width": 1.5 });
+        bar.appendChild(svg("line", { x1: cx, x2: cx, y1: lo, y2: hi }));
+        bar.appendChild(svg("line", { x1: cx - 4, x2: cx + 4, y1: lo, y2: lo }));
+        bar.appendChild(svg("line", { x1: cx - 4, x2: cx + 4, y1: hi, y2: hi }));
+        chart.appendChild(bar);
+      }
+      const span = intervalText(ci);
       chart.appendChild(
         svg(
           "circle",
           { cx: x(i), cy: y(v), r: 4, fill: colour },
-          svg("title", void 0, `${points[i].id}: ${fixed(v)}x vs ${key}`)
+          svg("title", void 0, `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ""}`)
         )
       );
     }
@@ -134,7 +184,7 @@ function speedupChart(points) {
     el(
       "figcaption",
       void 0,
-      "speedup per correct candidate (higher is better): ",
+      points.some((p) => p.eagerCi || p.compileCi) ? "speedup per correct candidate (higher is better; bars: 95 % interval): " : "speedup per correct candidate (higher is better): ",
       el("span", { class: "kforge-key", "data-series": "eager" }, "\u25CF vs eager"),
       " ",
       el("span", { class: "kforge-key", "data-series": "compile" }, "\u25CF vs torch.compile")
@@ -153,14 +203,19 @@ function rooflineBars(history) {
     el("div", void 0, "fraction of the speed of light (roofline)"),
     ...rows.map((a) => {
       const frac = a.result.roofline?.fraction_of_sol;
-      const bar = el("span", { class: "kforge-bar" });
-      bar.style.width = `${Math.min(Math.max(frac, 0), 1) * 100}%`;
+      const over = frac > 1 || !!a.result.roofline?.ceiling_exceeded;
+      const bar = el("span", { class: "kforge-bar", "data-ceiling": over ? "underestimated" : null });
+      bar.style.width = `${over ? 100 : Math.min(Math.max(frac, 0), 1) * 100}%`;
       return el(
         "div",
-        { class: "kforge-bar-row" },
+        { class: "kforge-bar-row", "data-id": a.id },
         el("span", { class: "kforge-bar-label" }, a.id),
         el("span", { class: "kforge-bar-track" }, bar),
-        el("span", void 0, `${percent(frac)} (${a.result.roofline?.bound || "?"}-bound)`)
+        el(
+          "span",
+          { title: over ? `measured ${percent(frac)}: no honest kernel beats the hardware, so the ceiling is too low` : null },
+          `${rooflineText(frac, over)} (${a.result.roofline?.bound || "?"}-bound)`
+        )
       );
     })
   );
@@ -469,10 +524,19 @@ function treeView(r, options) {
       pick,
       " ",
       badge(a.result.state),
-      correct && t.candidate_ms != null ? el("span", { class: "kforge-tree-time", title: "its time; its speedup vs eager" }, ` ${num(t.candidate_ms)} ms`, t.speedup_vs_eager ? ` ${fixed(t.speedup_vs_eager)}x` : "") : null,
+      correct && t.candidate_ms != null ? el(
+        "span",
+        { class: "kforge-tree-time", title: `its time; its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ""}` },
+        ` ${num(t.candidate_ms)} ms`,
+        t.speedup_vs_eager ? ` ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci)}` : ""
+      ) : null,
       lineage ? tag("lineage", lineage, `lineage of candidate ${a.lineage}`) : null,
       a.parent && !ids.has(a.parent) ? tag("parent", `\u2190 ${a.parent}`, `made from ${a.parent}, not in this record`) : null,
       a.id === r.best_id ? tag("best", "\u2605 best", "the best candidate so far") : null,
+      a.same_as ? tag("same", `same as ${a.same_as}`, `its code repeats ${a.same_as}'s (comments aside): not judged again, its verdict taken`) : null,
+      a.tie_with && !a.same_as ? tag("tie", `tie with ${a.tie_with}`, `faster than ${a.tie_with} on its point, but their 95 % intervals overlap: ${a.tie_with} stayed best`) : null,
+      correct && t.noisy && !a.same_as ? tag("noisy", "noisy", t.noise_note || "the interval stayed wider than the goal") : null,
+      t.busy && !a.same_as ? tag("busy", "busy", t.busy_note || "the machine was busy while timing") : null,
       pinned.has(a.id) ? tag("pinned", "pinned", "expanded every round") : null,
       pruned.has(a.id) ? tag("pruned", "pruned", "never expanded again, nor its descendants") : null,
       finished.has(a.id) ? tag("finished", "finished", "the analyst had nothing more for it") : null,
@@ -670,13 +734,25 @@ var RunView = class {
       }
     }
     this.drawHeader(r);
-    this.section("notes", JSON.stringify([r.timing_note, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
+    this.section("notes", JSON.stringify([r.timing_note, r.busy, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
     this.statusText.textContent = r.status;
     this.messageText.textContent = this.message ? ` \u2014 ${this.message}` : "";
-    const strip = r.history.map((a) => `${a.id}:${a.result.state}`).join(",");
+    const strip = r.history.map((a) => `${a.id}:${a.result.state}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}`).join(",");
     this.section("strip", `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
     const steerable = this.live && running;
-    const nodes = r.history.map((a) => [a.id, a.result.state, a.parent, a.lineage, a.applied, a.result.timing?.candidate_ms]);
+    const nodes = r.history.map((a) => [
+      a.id,
+      a.result.state,
+      a.parent,
+      a.lineage,
+      a.applied,
+      a.result.timing?.candidate_ms,
+      a.result.timing?.speedup_vs_eager_ci,
+      a.same_as,
+      a.tie_with,
+      a.result.timing?.noisy,
+      a.result.timing?.busy
+    ]);
     const tree = JSON.stringify([nodes, r.best_id, r.search, sel?.id, steerable]);
     this.treeSummary.textContent = treeTitle(r);
     this.tree.hidden = r.history.length === 0;
@@ -700,7 +776,7 @@ var RunView = class {
     this.section("correctness", `${id}|${!!sel?.error_map}`, this.views.correctness, () => this.drawCorrectness(sel));
     const events = r.profile?.candidate_events?.length || 0;
     this.section("profile", `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
-    const times = r.history.map((a) => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${a.decision}`).join(",");
+    const times = r.history.map((a) => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}:${a.decision}`).join(",");
     this.section("performance", `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
     const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
     this.section("recommendation", rec, this.views.recommendation, () => this.drawRecommendation(r));
@@ -745,8 +821,8 @@ var RunView = class {
     let stats = `${s.candidates} candidates \xB7 ${fixed(s.elapsed_s, 0)} s \xB7 tokens ${s.input_tokens} in / ${s.output_tokens} out \xB7 $${fixed(s.cost_usd, 4)}`;
     if (r.best_id && s.candidate_ms != null) {
       stats += ` \xB7 best ${r.best_id}: ${num(s.candidate_ms)} ms`;
-      stats += s.speedup_vs_eager ? `, ${fixed(s.speedup_vs_eager)}x vs eager` : "";
-      stats += s.speedup_vs_compile ? `, ${fixed(s.speedup_vs_compile)}x vs torch.compile` : "";
+      stats += s.speedup_vs_eager ? `, ${speedupText(s.speedup_vs_eager, s.speedup_vs_eager_ci, !!s.noisy)} vs eager` : "";
+      stats += s.speedup_vs_compile ? `, ${speedupText(s.speedup_vs_compile, s.speedup_vs_compile_ci)} vs torch.compile` : "";
     }
     replace(
       this.headInfo,
@@ -779,6 +855,7 @@ var RunView = class {
   drawNotes(r) {
     return [
       r.timing_note ? el("div", { class: "kforge-note", "data-role": "timing-note" }, `\u26A0 timings are NOT performance figures here: ${r.timing_note}`) : null,
+      r.busy ? el("div", { class: "kforge-note", "data-role": "busy" }, `\u26A0 ${busyText(r.busy.note || "", r.busy.ids || [])}`) : null,
       ...r.notices.map((text) => el("div", { class: "kforge-notice" }, text)),
       r.confirmation ? el("div", { class: "kforge-notice", "data-role": "confirmation" }, r.confirmation) : null,
       r.summary.error ? el("div", { class: "kforge-note" }, `\u26A0 ${r.summary.error}`) : null,
@@ -802,13 +879,24 @@ var RunView = class {
           "data-id": a.id,
           "data-state": a.result.state,
           "aria-pressed": String(a === sel),
-          title: firstLine(a.result.message, 300)
+          "data-tie": a.tie_with && !a.same_as ? a.tie_with : null,
+          "data-same-as": a.same_as || null,
+          title: [firstLine(a.result.message, 300), intervalText(a.result.timing?.speedup_vs_eager_ci), a.result.timing?.noise_note, a.result.timing?.busy_note].filter((x) => x).join(" \xB7 ")
         },
-        `${a.id} ${a.result.state}${a.id === r.best_id ? " \u2605" : ""}`
+        `${a.id} ${a.result.state}${this.chipSpeed(a) ? ` ${this.chipSpeed(a)}` : ""}${a.id === r.best_id ? " \u2605" : ""}${this.sameOrTie(a) ? ` \xB7 ${this.sameOrTie(a)}` : ""}`
       );
       chip.addEventListener("click", () => this.select(a.id));
       return chip;
     });
+  }
+  /** A correct candidate's speedup vs eager with its interval, for its chip ("" otherwise). */
+  chipSpeed(a) {
+    const t = a.result.timing || {};
+    return a.result.state === "correct" && t.real && t.speedup_vs_eager ? speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy) : "";
+  }
+  /** "same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0". */
+  sameOrTie(a) {
+    return a.same_as ? `same as ${a.same_as}` : a.tie_with ? `tie with ${a.tie_with}` : "";
   }
   head(a, r) {
     const best = r && a.id === r.best_id ? " \u2605 best" : "";
@@ -905,12 +993,12 @@ var RunView = class {
           `${a.id}${a.id === r.best_id ? " \u2605" : ""}`,
           a.kind,
           badge(a.result.state),
-          num(t.candidate_ms),
-          fixed(t.speedup_vs_eager, 2, "x"),
-          fixed(t.speedup_vs_compile, 2, "x"),
-          percent(a.result.roofline?.fraction_of_sol),
+          num(t.candidate_ms) + (t.busy ? " (busy)" : ""),
+          el("span", { "data-speedup": "eager", title: intervalText(t.speedup_vs_eager_ci) || null }, speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)),
+          el("span", { "data-speedup": "compile", title: intervalText(t.speedup_vs_compile_ci) || null }, speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)),
+          rooflineText(a.result.roofline?.fraction_of_sol, !!a.result.roofline?.ceiling_exceeded),
           (a.decision || "") + (a.recommendation ? `: ${a.recommendation.slice(0, 60)}` : ""),
-          a.result.state === "correct" ? "" : firstLine(a.result.message, 90)
+          [this.sameOrTie(a), a.result.state === "correct" ? "" : firstLine(a.result.message, 90)].filter((x) => x).join("; ")
         ].map((c) => el("td", void 0, c))
       );
       row.addEventListener("click", () => this.select(a.id));

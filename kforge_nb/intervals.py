@@ -1,0 +1,142 @@
+"""Speedups as intervals, in one place: how every view writes them, and when one is faster.
+
+The evaluator gives each speedup a 95 % interval over the paired ratios of its interleaved rounds
+(`Timing.speedup_vs_eager_ci`, `speedup_vs_compile_ci`: [low, high], or None where there is none:
+a run saved before intervals existed, Triton's interpreter). Every view writes a speedup the same
+way, `1.42x ±6%` (the interval's half-width as a share of the point), and the point alone where
+there is no interval; never a crash on a missing or malformed one.
+
+    speedup_text(point, ci)     "1.42x ±6%", "1.42x", or "-"
+    faster_than(point, ci, p)   fast_p's test: the interval's low end above p (the point where
+                                there is no interval)
+    compare(a, b)               "better" | "tie" | "worse": candidate `a` against the best `b`
+                                (speedup-like: a beats b only when a's low end clears b's high)
+    roofline_text(fraction)     "42.0%", or ">100% (ceiling underestimated)", never above 100 %
+    bar_fraction(fraction)      a roofline bar's width, capped at a full bar
+
+Views read timings as dicts (the run record) or as `Timing` objects: `field(t, name)` reads both.
+"""
+from __future__ import annotations
+
+import math
+
+CEILING_NOTE = "ceiling underestimated"
+FASTER_NOTE = "faster = 95 % interval above 1x"
+
+
+def field(timing, name: str, default=None):
+    """A field of a Timing (or Roofline) object or of its dict."""
+    if timing is None:
+        return default
+    if isinstance(timing, dict):
+        return timing.get(name, default)
+    return getattr(timing, name, default)
+
+
+def valid_ci(ci) -> tuple[float, float] | None:
+    """[low, high] as two finite numbers with low <= high, else None (old runs, bad data)."""
+    try:
+        low, high = (float(v) for v in ci)
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+        return None
+    return low, high
+
+
+def half_width(point, ci) -> float | None:
+    """The interval's half-width as a share of the point (0.06 for ±6 %)."""
+    bounds = valid_ci(ci)
+    if bounds is None or not point or not math.isfinite(point):
+        return None
+    return (bounds[1] - bounds[0]) / 2 / abs(point)
+
+
+def pm_text(point, ci) -> str:
+    """"±6%" (under 1 %: one decimal, "±0.4%"); "" without an interval."""
+    share = half_width(point, ci)
+    if share is None:
+        return ""
+    pct = share * 100
+    return f"±{pct:.1f}%" if pct < 0.95 else f"±{pct:.0f}%"
+
+
+def speedup_text(point, ci=None, digits: int = 2, noisy: bool = False) -> str:
+    """"1.42x ±6%"; the point alone without an interval; "-" without a point. `noisy` adds
+    " (noisy)": the interval stayed wider than the evaluator's goal."""
+    if point is None:
+        return "-"
+    text = f"{point:.{digits}f}x"
+    pm = pm_text(point, ci)
+    return (f"{text} {pm}" if pm else text) + (" (noisy)" if noisy else "")
+
+
+def interval_text(ci) -> str:
+    """"95 % interval 1.33-1.51x", for tooltips and titles; "" without one."""
+    bounds = valid_ci(ci)
+    return f"95 % interval {bounds[0]:.3g}-{bounds[1]:.3g}x" if bounds else ""
+
+
+def timing_speedup(timing, baseline: str = "eager", digits: int = 2, mark_noise: bool = True
+                   ) -> str:
+    """A Timing's (or its dict's) speedup vs `baseline` ("eager" or "compile") as text."""
+    return speedup_text(field(timing, f"speedup_vs_{baseline}"),
+                        field(timing, f"speedup_vs_{baseline}_ci"), digits,
+                        bool(mark_noise and field(timing, "noisy")))
+
+
+def low_end(point, ci):
+    """The interval's low end, or the point where there is no interval."""
+    bounds = valid_ci(ci)
+    return bounds[0] if bounds else point
+
+
+def faster_than(point, ci, p: float = 1.0) -> bool:
+    """Whether a speedup counts as more than p times faster: its interval's low end is above p
+    (without an interval, the point is)."""
+    low = low_end(point, ci)
+    return low is not None and low > p
+
+
+def compare(a, b) -> str:
+    """Candidate timing `a` against the best's timing `b` (Timing objects or dicts):
+    "better" when a is faster and, where both have a speedup vs eager with an interval, a's
+    interval lies wholly above b's; "tie" when a is faster on its point but the intervals
+    overlap; "worse" otherwise. Without speedups (eager not timed) the times compare."""
+    sa, sb = field(a, "speedup_vs_eager"), field(b, "speedup_vs_eager")
+    if sa and sb:
+        if sa <= sb:
+            return "worse"
+        ca = valid_ci(field(a, "speedup_vs_eager_ci"))
+        cb = valid_ci(field(b, "speedup_vs_eager_ci"))
+        if ca and cb and not ca[0] > cb[1]:
+            return "tie"
+        return "better"
+    ma, mb = field(a, "candidate_ms"), field(b, "candidate_ms")
+    if ma is None or mb is None:
+        return "worse"
+    return "better" if ma < mb else "worse"
+
+
+def roofline_text(fraction, exceeded: bool = False, spec: str = ".1%") -> str:
+    """The fraction of the speed of light; above 1 (or flagged) it is not a fact but a sign the
+    ceiling is too low: ">100% (ceiling underestimated)"."""
+    if fraction is None:
+        return "-"
+    if exceeded or fraction > 1:
+        return f">100% ({CEILING_NOTE})"
+    return format(fraction, spec)
+
+
+def bar_fraction(fraction) -> float:
+    """A roofline bar's width in [0, 1]: a fraction above 1 is a full bar, never more."""
+    if fraction is None or not math.isfinite(fraction):
+        return 0.0
+    return min(max(fraction, 0.0), 1.0)
+
+
+def busy_text(note: str = "", ids=()) -> str:
+    """The busy banner: "the machine was busy while timing (candidates 0.0, 1.1): NOTE"."""
+    which = f" (candidate{'s' if len(ids) > 1 else ''} {', '.join(ids)})" if ids else ""
+    return (f"the machine was busy while timing{which}: speedups may be off"
+            + (f"; {note}" if note else ""))
