@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+from .intervals import speedup_text
 
 SCHEMA_VERSION = 2
 
@@ -174,16 +175,6 @@ class Result:
             if not t.real:
                 line += f"\n  ({t.note})"
         return line + hook
-
-
-def speedup_text(speedup: float, interval: list[float] | None) -> str:
-    """"1.42x ±6%": the speedup and how far its 95 % interval reaches (the wider side); the
-    bare speedup where there is no interval."""
-    if not interval or not speedup:
-        return f"{speedup:.2f}x"
-    low, high = interval
-    reach = max(high / speedup - 1, 1 - low / speedup, 0.0)
-    return f"{speedup:.2f}x ±{reach:.0%}"
 
 
 def age_text(seconds: float | None) -> str:

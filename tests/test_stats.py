@@ -8,7 +8,8 @@ import math
 import pytest
 
 from kforge_nb.evaluator import stats
-from kforge_nb.result import CORRECT, Result, Timing, speedup_text
+from kforge_nb.intervals import speedup_text
+from kforge_nb.result import CORRECT, Result, Timing
 
 
 def test_the_rank_interval_is_exact_for_the_median_and_reaches_95_from_six_values():
@@ -77,14 +78,14 @@ def test_a_busy_machine_is_said_and_an_idle_one_is_not():
 
 
 def test_the_summary_reads_speedups_with_their_intervals():
-    assert speedup_text(1.42, [1.35, 1.50]) == "1.42x ±6%"
+    assert speedup_text(1.42, [1.35, 1.50]) == "1.42x ±5%"     # half the width, of the point
     assert speedup_text(1.42, None) == "1.42x"
     t = Timing(real=True, candidate_ms=1.0, eager_ms=1.42, speedup_vs_eager=1.42,
                speedup_vs_eager_ci=[1.35, 1.50], compile_ms=1.2, speedup_vs_compile=1.2,
                speedup_vs_compile_ci=[1.1, 1.3], noisy=True, noise_note="it stayed wide",
                busy=True, busy_note="the machine was busy")
     text = Result(CORRECT, "ok", timing=t).summary()
-    assert "eager 1.42 ms (1.42x ±6% side by side)" in text
+    assert "eager 1.42 ms (1.42x ±5% side by side)" in text
     assert "torch.compile 1.2 ms (1.20x ±8% side by side)" in text
     assert "noisy: it stayed wide" in text and "busy: the machine was busy" in text
     cached = Timing(real=True, candidate_ms=1.0, eager_ms=1.0, speedup_vs_eager=1.0,
