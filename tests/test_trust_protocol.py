@@ -242,3 +242,15 @@ def test_the_candidate_writes_its_home_and_exchange_never_the_run_folder_itself(
     assert len(said) == 3 and not any(line.endswith("written") for line in said), said
     assert not (folder / "planted.txt").exists()
     assert not (folder / "result.json").is_symlink()
+
+
+def test_a_sparse_terabyte_output_is_never_allocated(tmp_path):
+    """A header announcing 1 TiB, and a sparse file of that size behind it: the bytes match,
+    but the judge reads no more than twice the reference's outputs."""
+    path = tmp_path / "out.bin"
+    header = json.dumps([{"dtype": "torch.float32", "shape": [1 << 38]}]).encode() + b"\n"
+    with open(path, "wb") as f:
+        f.write(header)
+        f.truncate(len(header) + (1 << 40))
+    with pytest.raises(transfer.TooLarge, match="more than twice"):
+        transfer.read_tensors(str(path), "cpu", limit=1 << 20)

@@ -61,7 +61,11 @@ class BadOutput(ValueError):
     """An output file that is not what `write_tensors` writes: the candidate's doing."""
 
 
-def header_of(f, size: int) -> list:
+class TooLarge(BadOutput):
+    """Outputs announced (and perhaps written, sparse) far larger than the reference's."""
+
+
+def header_of(f, size: int, limit: int | None = None) -> list:
     """The file's header, checked: a list of None or {dtype, shape} whose bytes are exactly
     what follows it (a forged shape cannot make the judge allocate what was never written)."""
     line = f.readline(1 << 20)
@@ -88,6 +92,9 @@ def header_of(f, size: int) -> list:
         total += numel * DTYPES[entry["dtype"]].itemsize
     if total != size - len(line):
         raise BadOutput(f"its header announces {total} bytes but {size - len(line)} follow")
+    if limit is not None and total > limit:
+        raise TooLarge(f"the outputs announce {total / 2**20:.1f} MiB, more than twice the "
+                       f"reference's: not read")
     return header
 
 
@@ -116,12 +123,12 @@ def copy_out(source: str, dest: str, limit: int = 256 << 20) -> bool:
         return False
 
 
-def read_tensors(path: str, device: str) -> list:
+def read_tensors(path: str, device: str, limit: int | None = None) -> list:
     """Read what `write_tensors` wrote, each tensor allocated once on `device`. A file that is
     not what it wrote raises BadOutput."""
     out = []
     with open_regular(path) as f:
-        header = header_of(f, os.fstat(f.fileno()).st_size)
+        header = header_of(f, os.fstat(f.fileno()).st_size, limit)
         buffer = host_buffer(torch.device(device))
         view = memoryview(buffer.numpy())
         for entry in header:

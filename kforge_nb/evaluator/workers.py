@@ -206,7 +206,11 @@ class Judge:
     def check(self, path: str, inputs_after: list) -> dict:
         trial, before, outputs = self.trial
         try:
-            data = transfer.read_tensors(path, self.device)
+            data = transfer.read_tensors(path, self.device, outputs_limit(outputs))
+        except transfer.TooLarge as err:
+            self.report.failed_check = correctness.describe(trial)
+            return {"ok": False, "text": f"{err} ({correctness.describe(trial)})",
+                    "report": self.report.__dict__}
         except transfer.BadOutput as err:
             return {"bad_output": str(err)}
         finally:
@@ -261,7 +265,9 @@ class Judge:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
         outputs = self.forward(self.sets.inputs(call))
         try:
-            data = transfer.read_tensors(path, self.device)
+            data = transfer.read_tensors(path, self.device, outputs_limit(outputs))
+        except transfer.TooLarge as err:
+            return {"ok": False, "text": str(err)}
         except transfer.BadOutput as err:
             return {"bad_output": str(err)}
         finally:
@@ -298,6 +304,12 @@ class Judge:
         eager = statistics.median(b[0] for b in blocks)
         ratio = statistics.median(b[0] / b[1] for b in blocks if b[1] > 0)
         return {"eager": {"median_ms": eager}, "compile": {"median_ms": eager / ratio}}
+
+
+def outputs_limit(outputs: list) -> int:
+    """The most bytes the judge reads back for outputs like these: twice theirs (a wrong
+    shape is still reported), never the terabyte a sparse file can announce."""
+    return 2 * harness.tensor_bytes(outputs) + (1 << 20)
 
 
 def remove(path: str) -> None:
