@@ -344,6 +344,11 @@ def _read_only(path: str, extra: int = MS_NOSUID | MS_NODEV) -> None:
     _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | extra | mount_flags(path))
 
 
+def private_under(path: str) -> bool:
+    """Inside a folder the worker gets a private tmpfs of (its /tmp, its /dev/shm)."""
+    return _under(path, "/tmp") or _under(path, "/dev/shm")
+
+
 def new_root(spec: dict, new_proc: bool) -> tuple[str, str]:
     """Build the worker's root in a tmpfs, pivot into it, detach the host's. Returns the
     filesystem report and the private TMPDIR; raises OSError before the pivot if it cannot."""
@@ -355,14 +360,19 @@ def new_root(spec: dict, new_proc: bool) -> tuple[str, str]:
     readable = [os.path.realpath(p) for p in spec.get("readable", []) if os.path.exists(p)]
     sources = sorted({os.path.realpath(p) for p in visible if os.path.exists(p)})
     binds = [s for i, s in enumerate(sources) if not any(_under(s, t) for t in sources[:i])]
-    root = staging_point(binds + readable + writable)
+    # what lies inside /tmp or /dev/shm (a clone in /tmp, its venv) is bound after the private
+    # tmpfs that replace them, with the candidate's own folders
+    late = [b for b in binds if private_under(b)]
+    binds = [b for b in binds if not private_under(b)]
+    root = staging_point(binds + late + readable + writable)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
     for source in binds:
         _mount_point(root + source, source)
         _mount(source, root + source, None, MS_BIND | MS_REC)
     for path in visible:
-        _symlinks(root, path)
+        if not private_under(os.path.realpath(path)):
+            _symlinks(root, path)
     # /dev: the nodes a kernel needs, a private /dev/shm
     dev = root + "/dev"
     os.makedirs(dev, exist_ok=True)
@@ -396,7 +406,7 @@ def new_root(spec: dict, new_proc: bool) -> tuple[str, str]:
     # the candidate's own: its run folder and its cache. Folders on the way to one inside the
     # private /tmp or /dev/shm go on a small tmpfs of their own, made read-only with the rest
     # (there the worker could otherwise write beside them, or move them about)
-    for path in readable + writable:
+    for path in late + readable + writable:
         for private in ("/tmp", "/dev/shm"):
             if path.startswith(private + "/") and path.count("/") > private.count("/") + 1:
                 top = "/".join(path.split("/")[:private.count("/") + 2])
@@ -404,9 +414,12 @@ def new_root(spec: dict, new_proc: bool) -> tuple[str, str]:
                     os.makedirs(root + top, exist_ok=True)
                     _mount("tmpfs", root + top, "tmpfs", MS_NOSUID | MS_NODEV,
                            "mode=755,size=64k")
-    for path in readable:       # the run folder: read-only (the pass below), its own on top
+    for path in late + readable:   # read-only (the pass below); its own folders on top
         _mount_point(root + path, path)
         _mount(path, root + path, None, MS_BIND | MS_REC)
+    for path in visible:
+        if private_under(os.path.realpath(path)):
+            _symlinks(root, path)
     for path in writable:
         _mount_point(root + path, path)
         _mount(path, root + path, None, MS_BIND | MS_REC)
