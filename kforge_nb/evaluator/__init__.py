@@ -26,6 +26,7 @@
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import json
@@ -188,8 +189,21 @@ def candidate_job(problem: Problem, candidate: str, target: Target, options: Eva
             "device": device, "compile_only": compile_only, "init_seed": options.seed,
             "precision": options.precision, "allowed_ops": allowed,
             "env": target.worker_env(), "log": str(folder / "worker.log"),
-            "sandbox": sandbox.plan(folder, options.sandbox, candidate,
-                                        options.memory_bytes)}
+            "sandbox": sandbox.plan(folder, options.sandbox, candidate, options.memory_bytes,
+                                    data_files(problem.source))}
+
+
+def data_files(source: str) -> list[str]:
+    """Files the problem's source names by absolute path (a notebook's inputs saved by
+    `%%kforge --inputs`): the candidate's worker draws inputs with the problem's code, so its
+    sandbox shows them, read-only."""
+    try:
+        tree = parse_ast(source)
+    except SyntaxError:
+        return []
+    return sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and
+                   isinstance(n.value, str) and n.value.startswith("/") and
+                   len(n.value) < 4096 and "\n" not in n.value and os.path.isfile(n.value)})
 
 
 def compile_only(problem: Problem, candidate: str, target: Target, options: EvalOptions,

@@ -114,8 +114,10 @@ def source_cache(folder: Path, source: str) -> Path:
     return root / "sandboxed" / hashlib.sha256(source.encode(errors="replace")).hexdigest()[:24]
 
 
-def plan(folder: Path, enabled: bool, source: str = "", memory_bytes: int | None = None) -> dict:
-    """What the worker will set up (decided in the parent, carried out in the child)."""
+def plan(folder: Path, enabled: bool, source: str = "", memory_bytes: int | None = None,
+         data_files: list[str] = ()) -> dict:
+    """What the worker will set up (decided in the parent, carried out in the child).
+    `data_files`: files the problem itself reads (a notebook's saved inputs), shown read-only."""
     if not enabled:
         return {"enabled": False}
     folder = Path(folder).resolve()      # the worker changes directory into its home
@@ -134,7 +136,7 @@ def plan(folder: Path, enabled: bool, source: str = "", memory_bytes: int | None
     # itself only readable (weights.pt): your process writes result.json and the logs there,
     # and a link the candidate planted beside them would be followed
     return {"enabled": True, "home": str(home), "folder": str(folder), "cache": str(cache),
-            "caches": caches, "readable": [str(folder)],
+            "caches": caches, "readable": [str(folder), *map(str, data_files)],
             "writable": [str(home), str(folder / "exchange"), str(cache)],
             "tmp_bytes": tmp_bytes}
 
