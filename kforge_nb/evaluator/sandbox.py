@@ -520,12 +520,10 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
-def _chown_tree(path: str, top_only: bool = False) -> None:
+def _chown_tree(path: str) -> None:
     if not path or not os.path.exists(path) or os.stat(path).st_uid == NOBODY:
         return
     os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
-    if top_only:
-        return
     for parent, dirs, files in os.walk(path):
         for name in dirs + files:
             os.chown(os.path.join(parent, name), NOBODY, NOBODY, follow_symlinks=False)
