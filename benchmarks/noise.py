@@ -3,17 +3,20 @@ machine and N times beside two busy loops (`python -c "while True: pass"`, start
 here), and a variant 1.3x slower judged beside it each time.
 
     python benchmarks/noise.py [--n 20] [--size 4194304] [--env OMP_WAIT_POLICY=PASSIVE ...]
+                               [--cpus 0,1]
 
 Prints, for idle and busy: how often the faster kernel is ranked first (its speedup above the
 slower one's), how often a ranking by intervals calls the two "different" the right way and
 the same kernel judged twice "different" (intervals that separate), how often the busy
 interval holds the idle median, the spread of the speedups (p90/p10), and how often the
 judging said busy/noisy. `--env` sets variables the workers inherit (OMP_*, GOMP_*): the
-OpenMP experiments of issue 27.
+OpenMP experiments of issue 27. `--cpus` pins this script, its workers and its busy loops to
+those CPUs: a 2-core machine on a larger host, several experiments side by side.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -121,7 +124,11 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1 << 22, help="elements of the tanh")
     parser.add_argument("--loops", type=int, default=2, help="busy loops beside the busy half")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the workers")
+    parser.add_argument("--cpus", help="pin everything to these CPUs, e.g. 0,1")
+    parser.add_argument("--json", help="also write every judging here (runs merged later)")
     args = parser.parse_args()
+    if args.cpus:                  # children (the fork server, the busy loops) inherit it
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     for item in args.env:          # before the fork server starts: the workers inherit it
         key, _, value = item.partition("=")
         os.environ[key] = value
@@ -145,10 +152,14 @@ def main() -> None:
         finally:
             stop(procs)
         rows[name] = (fast, slow, again)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"env": args.env, "size": args.size,
+                                               "rows": rows}))
     idle_median = statistics.median(f["speedup"] for f in rows["idle"][0])
     env = " ".join(args.env) or "(default OpenMP settings)"
     print(f"\ntanh over {args.size} floats, {args.n} judgings a side, {env}; busy = "
-          f"{args.loops} busy loops on {os.cpu_count()} cores; idle median {idle_median:.3f}x")
+          f"{args.loops} busy loops on {len(os.sched_getaffinity(0))} cores; idle median "
+          f"{idle_median:.3f}x")
     print("side  | faster | called | wrong | same≠ | holds  | median  | p90/10 | ±CI  | busy |"
           " noisy | rnds | s/judging")
     for name, (fast, slow, again) in rows.items():

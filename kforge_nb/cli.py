@@ -80,7 +80,9 @@ def cmd_eval(args) -> int:
         print(f"kforge eval: {candidate_path.name} vs {problem.label} on {target.name} "
               f"({target.device()})", file=sys.stderr)
     # bytes: a file that is not UTF-8 text is the candidate's compile_failure, kept as it was
-    result = evaluate(problem, candidate_path.read_bytes(), target, eval_options(args))
+    said = None if args.json else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
+    result = evaluate(problem, candidate_path.read_bytes(), target, eval_options(args),
+                      progress=said)
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
     else:

@@ -224,7 +224,7 @@ for _name in ("planted.txt", "result.json", ".result.json.tmp1-1"):
         _said.append(_name + ": written")
     except OSError as _err:
         _said.append(_name + ": " + _err.strerror)
-open(_os.path.join(_top, "exchange", "said.txt"), "w").write("\\n".join(_said))
+open(_os.path.join(_os.environ["HOME"], "said.txt"), "w").write("\\n".join(_said))
 '''
 
 
@@ -238,7 +238,7 @@ def test_the_candidate_writes_its_home_and_exchange_never_the_run_folder_itself(
                       options(measure=False))
     assert result.state == CORRECT, result.message
     folder = __import__("pathlib").Path(result.artifacts)
-    said = (folder / "exchange" / "said.txt").read_text().splitlines()
+    said = (folder / "sandbox" / "said.txt").read_text().splitlines()
     assert len(said) == 3 and not any(line.endswith("written") for line in said), said
     assert not (folder / "planted.txt").exists()
     assert not (folder / "result.json").is_symlink()

@@ -34,11 +34,13 @@ import math
 import os
 import random
 import re
+import shutil
 import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .. import artifacts, devices, measures
 from ..problem import (NULL_BYTE, Problem, ProblemError, decode_source,
@@ -50,7 +52,7 @@ from ..targets import Target, get_target
 from ..guardrails import Guardrails
 from . import clocks, nsight, replies, sandbox, transfer, stats
 from .device_lock import cpu_work, timing_lock
-from .process import Worker, WorkerFailure, default_memory_limit, descendants
+from .process import Worker, WorkerFailure, available_memory, default_memory_limit, descendants
 from .wire import ProtocolError
 from ..pyparse import parse_ast
 
@@ -66,6 +68,8 @@ NSIGHT_TIMEOUT_S = 150.0
 TIMING_CAP_FACTOR = 4.0
 TIMING_CAP_S = 120.0
 PROFILE_GAP = 2.0        # a profiled call this many times off the timed median is said
+LARGE_TRIAL_BYTES = 1 << 30     # inputs and outputs of a trial beyond this: fewer trials
+SLOW_CALL_MS = 100.0            # calls this slow are timed one a block
 
 
 @dataclass
@@ -111,16 +115,18 @@ class EvalOptions:
     def timing_sets(self, input_bytes: int, secret: int = 0) -> list[dict]:
         """Input sets the timed calls rotate over: three, fewer when inputs are large (each set
         is held twice on each side: its pristine values and the refreshed copy)."""
-        count = 3 if input_bytes <= 256 << 20 else 2 if input_bytes <= 2 << 30 else 1
+        count = 3 if input_bytes <= 256 << 20 else 2 if input_bytes <= 1 << 30 else 1
         return [{"seed": self.seed + secret + 1000 + j, "distribution": "given"}
                 for j in range(count)]
 
 
 def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "auto",
-             options: EvalOptions | None = None, folder: str | Path | None = None) -> Result:
+             options: EvalOptions | None = None, folder: str | Path | None = None,
+             progress: Callable[[str], None] | None = None) -> Result:
     """Judge one candidate. See the module docstring for the protocol. `candidate` is its
     source, or a file's bytes (decoded as Python decodes a file: a file that is not text is a
-    `compile_failure` naming the first bad byte, and is kept as it was)."""
+    `compile_failure` naming the first bad byte, and is kept as it was). `progress` is told
+    each step as it ends, with the seconds it took (a large problem's judging takes minutes)."""
     options = options or EvalOptions()
     target = get_target(target) if isinstance(target, str) else target
     folder = (Path(folder) if folder else artifacts.new_folder(
@@ -138,7 +144,7 @@ def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "a
     artifacts.write_text(folder / "reference.py", problem.source)
     result = Result(COMPILE_FAILURE, undecodable, error={"type": "UnicodeDecodeError",
                                                          "text": undecodable}) \
-        if undecodable else judge(problem, candidate, target, options, folder)
+        if undecodable else judge(problem, candidate, target, options, folder, progress)
     result.target, result.artifacts = target.name, str(folder)
     result.elapsed_s = round(time.monotonic() - started, 3)
     artifacts.write_json(folder / "result.json", result.to_dict())
@@ -146,7 +152,7 @@ def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "a
 
 
 def judge(problem: Problem, candidate: str, target: Target, options: EvalOptions,
-          folder: Path) -> Result:
+          folder: Path, progress: Callable[[str], None] | None = None) -> Result:
     # 1. static checks
     if not candidate.strip():
         return Result(REJECTED, "candidate.py is empty: there is no `class ModelNew(nn.Module)` "
@@ -178,7 +184,7 @@ def judge(problem: Problem, candidate: str, target: Target, options: EvalOptions
         return Result(UNAVAILABLE, available.reason)
 
     # 3-6. the workers
-    return Evaluation(problem, candidate, target, options, folder).run()
+    return Evaluation(problem, candidate, target, options, folder, progress).run()
 
 
 def candidate_job(problem: Problem, candidate: str, target: Target, options: EvalOptions,
@@ -251,12 +257,14 @@ class Evaluation:
     """One candidate against one problem: the parent's side of both workers' protocol."""
 
     def __init__(self, problem: Problem, candidate: str, target: Target, options: EvalOptions,
-                 folder: Path):
+                 folder: Path, progress: Callable[[str], None] | None = None):
         self.problem, self.candidate, self.target = problem, candidate, target
         self.options, self.folder = options, folder
+        self.progress = progress or (lambda line: None)
         self.device = target.device()
         self.exchange = folder / "exchange"
-        self.exchange.mkdir(exist_ok=True)
+        self.exchange.mkdir(mode=0o700, exist_ok=True)
+        self.in_memory = sandbox.make_memory_exchange(folder)    # where outputs fit in memory
         self.tampered: set[str] = set()
         self.unaudited: set[str] = set()   # torch calls seen only where no trial saw them
         self.last_wall_ms = 0.0
@@ -272,9 +280,19 @@ class Evaluation:
 
     # -- talking to the workers ------------------------------------------------------------------
     def ask_judge(self, *command) -> dict:
+        self.tell_judge(command)
+        return self.judge_reply()
+
+    def tell_judge(self, command: tuple) -> None:
         self.judge.extend(max(self.options.timeout_s, 600.0))
         try:
             self.judge.send(command)
+        except (WorkerFailure, OSError) as failure:
+            raise ProblemError(f"{self.problem.label}: the reference itself failed: "
+                               f"{failure}") from None
+
+    def judge_reply(self) -> dict:
+        try:
             reply = self.judge.recv()
         except (WorkerFailure, OSError) as failure:
             tail = getattr(failure, "log_tail", "")
@@ -339,6 +357,8 @@ class Evaluation:
             for worker in (self.worker, self.judge):
                 if worker is not None:
                     worker.close()
+            if self.in_memory is not None:
+                shutil.rmtree(self.in_memory, ignore_errors=True)
 
     def judged(self) -> Result:
         self.sandbox = sandbox_report(self.worker)
@@ -349,7 +369,7 @@ class Evaluation:
         if "failed" in made:
             return failure_result(made, self.target)
         self.construction = [n for n in made.get("construction", []) if isinstance(n, str)]
-        self.lap("start")
+        self.lap("start", "built and constructed")
         result = self.trials(made["weights"])
         self.lap("trials")
         self.working.close()               # the shared hold ends before the timing's own
@@ -365,22 +385,34 @@ class Evaluation:
             self.overturn(result, unaudited_compute(sorted(self.unaudited)))
         return tampering(result, sorted(self.tampered))
 
-    def lap(self, phase: str) -> None:
+    def lap(self, phase: str, said: str = "") -> None:
         now = time.monotonic()
         self.phases[phase] = round(now - self.clock, 3)
+        self.progress(f"{said or phase} ({now - self.clock:.1f} s)")
         self.clock = now
 
     def trials(self, weights: str) -> Result:
         launches: Counter = Counter()
         report: dict = {}
-        for i, trial in enumerate(self.options.trial_plan(self.secret)):
-            prepared = self.ask_judge("prepare", i, trial)
+        plan = self.options.trial_plan(self.secret)
+        started = time.monotonic()
+        for i, trial in enumerate(plan):
+            if self.repeats_on_large_data(trial, plan[:i]):
+                continue
+            if not self.overlap(trial):
+                prepared = self.ask_judge("prepare", i, trial)
+                self.summary = self.summary or prepared.get("summary", {})
+                path = self.exchange_path(f"trial{i}.bin")
+                reply = None if "skipped" in prepared else \
+                    self.ask_candidate("trial", i, prepared["prepared"], path)
+            else:   # the reference computed while the candidate runs: both cores at work
+                path = self.exchange_path(f"trial{i}.bin")
+                self.tell_judge(("prepare", i, trial))
+                reply = self.ask_candidate("trial", i, trial, path)
+                prepared = self.judge_reply()
             if "skipped" in prepared:
                 self.skipped.append(prepared["skipped"])
                 continue
-            self.summary = self.summary or prepared.get("summary", {})
-            path = str(self.exchange / f"trial{i}.bin")
-            reply = self.ask_candidate("trial", i, prepared["prepared"], path)
             refused = self.refused(reply)
             if refused:
                 return refused
@@ -391,6 +423,9 @@ class Evaluation:
             report = checked["report"]
             if not checked["ok"]:
                 return Result(MISMATCH, checked["text"], correctness=Correctness(**report))
+            self.progress(f"trial {i + 1} of {len(plan)} matches "
+                          f"({time.monotonic() - started:.1f} s)")
+            started = time.monotonic()
         if not launches and "*" not in self.options.guardrails.allow:
             return Result(REJECTED, "no kernel of the candidate's own ran during the trials (no "
                           "Triton launch, native library call, extension or Metal kernel): the "
@@ -409,6 +444,36 @@ class Evaluation:
             text += ("; its constructor computed with " + ", ".join(self.construction[:4]) +
                      " (once, before any input existed)")
         return Result(CORRECT, text, correctness=Correctness(**report))
+
+    def data_bytes(self) -> int:
+        return self.summary.get("input_bytes", 0) + self.summary.get("output_bytes", 0)
+
+    def exchange_path(self, name: str) -> str:
+        """Where the candidate writes outputs for the judge: memory, where they fit there
+        beside both workers' data; else the run folder's exchange/ on disk."""
+        room = available_memory() - 2 * self.data_bytes()
+        fits = bool(self.summary) and self.summary.get("output_bytes", 0) < room
+        return str((self.in_memory if self.in_memory and fits else self.exchange) / name)
+
+    def overlap(self, trial: dict) -> bool:
+        """Whether the judge may compute a trial's reference while the candidate runs it: on
+        the CPU (a GPU's memory is the candidate's during its trial), once the first trial
+        has told the sizes, where both workers' data fit in memory at once, and not for the
+        other batch size (the judge settles it first)."""
+        return (self.device == "cpu" and bool(self.summary) and not trial.get("batch") and
+                4 * self.data_bytes() < available_memory())
+
+    def repeats_on_large_data(self, trial: dict, before: list[dict]) -> bool:
+        """Where a trial's data is large, one trial per distribution is enough (a gigabyte of
+        values draws every case many times over) and each costs seconds: a trial of a
+        distribution already tried is skipped, and the verdict says so."""
+        data = self.data_bytes()
+        if data < LARGE_TRIAL_BYTES or trial.get("batch") or \
+                trial["distribution"] not in {t["distribution"] for t in before}:
+            return False
+        self.skipped.append(f"trial {trial['trial']} skipped: a {trial['distribution']} draw "
+                            f"again, on {data / 2**30:.1f} GiB of data a trial")
+        return True
 
     def refused(self, reply: dict) -> Result | None:
         """A failure, an output that is not a tensor, or torch computing the answer."""
@@ -513,8 +578,10 @@ class Evaluation:
             if "failed" in reply:
                 raise CandidateFailed(failure_result(reply, self.target))
             samples = reply["samples"]
-            # 50 calls a block at most: the rounds give hundreds of samples a side already
-            counts[side] = int(min(50, max(3, per_block / max(min(samples), 1e-6) * 1e3)))
+            # 50 calls a block at most: the rounds give hundreds of samples a side already;
+            # 3 at least, but 1 for calls of a large problem (a 2 GiB ReLU: ~0.5 s a call)
+            fewest = 1 if min(samples) > SLOW_CALL_MS else 3
+            counts[side] = int(min(50, max(fewest, per_block / max(min(samples), 1e-6) * 1e3)))
         return counts
 
     def timing_cap_s(self) -> float:
@@ -600,7 +667,7 @@ class Evaluation:
         """The kept timed calls' outputs must be right too (a memo or a skipped computation
         serves a stale answer once nobody seems to be checking)."""
         for call in calls:
-            path = str(self.exchange / f"call{call}.bin")
+            path = self.exchange_path(f"call{call}.bin")
             reply = self.ask_candidate("kept_output", call, path)
             refused = self.refused(reply)
             if refused is not None:

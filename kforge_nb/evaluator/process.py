@@ -19,6 +19,18 @@ import time
 from .wire import Channel, ProtocolError, recv, send
 
 
+def available_memory() -> int:
+    """The host memory the kernel says can still be had (MemAvailable)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 1 << 62
+
+
 class Zygote:
     """The parent's handle on the fork server: start it once, ask it for workers."""
 

@@ -8,6 +8,7 @@ Format: one JSON line (dtype and shape per tensor), then each tensor's raw bytes
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -126,24 +127,58 @@ def copy_out(source: str, dest: str, limit: int = 256 << 20) -> bool:
 def read_tensors(path: str, device: str, limit: int | None = None) -> list:
     """Read what `write_tensors` wrote, each tensor allocated once on `device`. A file that is
     not what it wrote raises BadOutput."""
-    out = []
+    with open_outputs(path, limit) as outputs:
+        return [None if o is None else o.read(device) for o in outputs]
+
+
+class Streamed:
+    """One tensor of an output file, read a chunk at a time where it is compared: the judge
+    never holds the candidate's whole output beside the reference's (2 GiB each for a
+    KernelBench ReLU)."""
+
+    def __init__(self, fd: int, offset: int, dtype: torch.dtype, shape: list[int]):
+        self.fd, self.offset, self.dtype, self.shape = fd, offset, dtype, torch.Size(shape)
+        self.numel = self.shape.numel()
+
+    def pieces(self, elements: int, device: torch.device | str):
+        """(first element, values) for each chunk in order; a chunk's tensor is reused by the
+        next, so use it before asking for another."""
+        itemsize = self.dtype.itemsize
+        step = max(1, min(elements, CHUNK_BYTES // itemsize))
+        buffer = torch.empty(min(step, self.numel), dtype=self.dtype,
+                             pin_memory=torch.device(device).type == "cuda")
+        raw = memoryview(buffer.view(torch.uint8).numpy()) if buffer.numel() else None
+        for start in range(0, self.numel, step):
+            n = min(step, self.numel - start)
+            got, want = 0, n * itemsize
+            while got < want:
+                read = os.preadv(self.fd, [raw[got:want]], self.offset + start * itemsize + got)
+                if not read:
+                    raise BadOutput("the output file is truncated")
+                got += read
+            yield start, buffer[:n].to(device, non_blocking=False)
+
+    def read(self, device: str) -> torch.Tensor:
+        t = torch.empty(self.shape, dtype=self.dtype, device=device)
+        flat = t.reshape(-1)
+        for start, piece in self.pieces(CHUNK_BYTES // self.dtype.itemsize, device):
+            flat[start:start + piece.numel()].copy_(piece)
+        return t
+
+
+@contextlib.contextmanager
+def open_outputs(path: str, limit: int | None = None):
+    """The outputs in a file `write_tensors` wrote, its header checked: a list of Streamed
+    (None for a non-tensor entry), readable while the file is open."""
     with open_regular(path) as f:
         header = header_of(f, os.fstat(f.fileno()).st_size, limit)
-        buffer = host_buffer(torch.device(device))
-        view = memoryview(buffer.numpy())
+        offset = f.tell()
+        outputs = []
         for entry in header:
             if entry is None:
-                out.append(None)
+                outputs.append(None)
                 continue
-            t = torch.empty(entry["shape"], dtype=DTYPES[entry["dtype"]], device=device)
-            dest = raw_bytes(t) if t.numel() else None
-            total = dest.numel() if dest is not None else 0
-            done = 0
-            while done < total:
-                n = f.readinto(view[:min(CHUNK_BYTES, total - done)])
-                if not n:
-                    raise BadOutput("the output file is truncated")
-                dest[done:done + n].copy_(buffer[:n])
-                done += n
-            out.append(t)
-    return out
+            o = Streamed(f.fileno(), offset, DTYPES[entry["dtype"]], entry["shape"])
+            offset += o.numel * o.dtype.itemsize
+            outputs.append(o)
+        yield outputs

@@ -25,6 +25,7 @@ import torch._dynamo  # noqa: F401  (the profiler and torch.compile import it: ~
 
 from . import audit, correctness, harness, integrity, nsight, policy, transfer
 from ..result import Correctness
+from .process import available_memory
 
 
 def start(job: dict) -> None:
@@ -138,17 +139,6 @@ def size_check(module, job: dict) -> tuple[str, int | None]:
             "sizes in get_inputs()/get_init_inputs(), or run it on a larger machine."), flops
 
 
-def available_memory() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 1 << 62
-
-
 class Judge:
     """The judge's command loop. It holds one trial (or the timing input sets) at a time."""
 
@@ -204,9 +194,13 @@ class Judge:
         return reply
 
     def check(self, path: str, inputs_after: list) -> dict:
+        """The candidate's outputs of the trial, read from its file a chunk at a time where
+        they are compared (transfer.Streamed)."""
         trial, before, outputs = self.trial
         try:
-            data = transfer.read_tensors(path, self.device, outputs_limit(outputs))
+            with transfer.open_outputs(path, outputs_limit(outputs)) as data:
+                ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
+                                                   self.job["policy"], self.report)
         except transfer.TooLarge as err:
             self.report.failed_check = correctness.describe(trial)
             return {"ok": False, "text": f"{err} ({correctness.describe(trial)})",
@@ -215,9 +209,7 @@ class Judge:
             return {"bad_output": str(err)}
         finally:
             remove(path)
-        ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
-                                           self.job["policy"], self.report)
-        self.trial = outputs = data = None
+        self.trial = outputs = None
         harness.release(self.device)
         return {"ok": ok, "text": text, "report": self.report.__dict__}
 
@@ -265,16 +257,16 @@ class Judge:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
         outputs = self.forward(self.sets.inputs(call))
         try:
-            data = transfer.read_tensors(path, self.device, outputs_limit(outputs))
+            with transfer.open_outputs(path, outputs_limit(outputs)) as data:
+                ok, text = correctness.compare_outputs(outputs, data, self.job["policy"],
+                                                       Correctness())
         except transfer.TooLarge as err:
             return {"ok": False, "text": str(err)}
         except transfer.BadOutput as err:
             return {"bad_output": str(err)}
         finally:
             remove(path)
-        report = Correctness()
-        ok, text = correctness.compare_outputs(outputs, data, self.job["policy"], report)
-        del outputs, data
+        del outputs
         harness.release(self.device)
         return {"ok": ok, "text": text}
 

@@ -1,6 +1,7 @@
 """Exploit (a malformed exchange file, written after the real writer): nothing in the harness is
 rebound. __init__ starts a thread (through sys.modules: no import for a rule to read) that
-watches the run's exchange folder and, each time the worker's own writer has put a trial's
+watches the run's exchange folders (the run folder's, and the one in /dev/shm where outputs
+cross in memory) and, each time the worker's own writer has put a trial's
 output there (trial<i>.bin, moved into place atomically), replaces it at once with a file
 whose header claims a float32 tensor of 2**40 elements, before the judge opens it. The judge
 must blame the candidate's output (a protocol violation), never say the reference failed."""
@@ -30,14 +31,21 @@ threads = vars(sys)["modules"]["_thread"]
 def spoil_outputs(folder: str) -> None:
     spoiled = set()
     while True:
+        names, places = [], [folder]
         try:
-            names = os.listdir(folder)
+            places += [os.path.join("/dev/shm", n) for n in os.listdir("/dev/shm")
+                       if n.startswith("kforge-exchange-")]
         except OSError:
-            names = []
-        for name in names:
+            pass
+        for place in places:
+            try:
+                names += [os.path.join(place, n) for n in os.listdir(place)]
+            except OSError:
+                pass
+        for path in names:
+            name = os.path.basename(path)
             if not (name.startswith("trial") and name.endswith(".bin")):
                 continue
-            path = os.path.join(folder, name)
             try:
                 stamp = (name, os.stat(path).st_ino)
             except OSError:
