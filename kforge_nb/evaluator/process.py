@@ -31,6 +31,15 @@ def available_memory() -> int:
     return 1 << 62
 
 
+# OpenMP threads (torch's and a candidate's) wait at a region's end by sleeping, not spinning:
+# on a busy machine a spinning thread burns the slices its preempted sibling needs, and the
+# region lasts until that sibling gets a core back. Measured (benchmarks/noise.py, a tanh
+# kernel and one 1.3x slower, 2 pinned cores beside two busy loops, 2x10 judgings each): the
+# spread of a kernel's speedup (p90/p10) 2.86 -> 1.62, idle unchanged (1.31 -> 1.25, same
+# median). Read when OpenMP loads, so set for the fork server; yours wins where you set one.
+OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 class Zygote:
     """The parent's handle on the fork server: start it once, ask it for workers."""
 
@@ -41,7 +50,7 @@ class Zygote:
         # torch._dynamo), so the interpreter must be chosen here, for every worker. No
         # credential enters it: a forked worker could read its start-up environment from
         # /proc/self/environ whatever os.environ says later.
-        env = without_credentials({**os.environ, **TritonTarget().worker_env()})
+        env = without_credentials({**OPENMP, **os.environ, **TritonTarget().worker_env()})
         self.sock, theirs = socket.socketpair()
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys, socket; from kforge_nb.evaluator.zygote import "
