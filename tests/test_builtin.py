@@ -230,7 +230,7 @@ def test_wide_vectors_are_asked_for_behind_a_guard_and_stay_correct(tmp_path):
     """vector_width 512: the pragma sits behind an AVX-512 guard (the file stays valid on any
     CPU), the candidate is judged correct, and where the CPU has AVX-512 g++ uses zmm."""
     import subprocess
-    from kforge_nb.agents.builtin.cpp_kernels import host_has_avx512
+    from kforge_nb.agents.builtin.cpp.knobs import host_has_avx512
     from tests.test_cpp_math import FLAGS          # as candidates are built, without -shared
     ref, first = generate("softmax", "cpp")
     ref, wide = generate("softmax", "cpp", kind="optimise", previous_code=first.code,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_nb.agents.builtin.capture import capture
-from kforge_nb.agents.builtin.partition import partition
+from kforge_nb.agents.builtin.capture import capture, partition
 from kforge_nb.result import CORRECT
 from tests.test_builtin import generate, judge, problem
 

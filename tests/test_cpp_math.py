@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional  # noqa: F401  (softplus reference)
 
-from kforge_nb.agents.builtin.cpp_math import BODIES, FUNCTIONS, helpers_source
+from kforge_nb.agents.builtin.cpp.maths import BODIES, FUNCTIONS, helpers_source
 from kforge_nb.runtime.cpp import FLAGS as RUNTIME_FLAGS
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")

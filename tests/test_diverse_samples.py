@@ -114,7 +114,7 @@ def test_the_knob_sweep_skips_knobs_that_do_not_change_the_kernel():
                                                  variant=k)) for k in range(6)]
     assert len({kernel_text(g.code) for g in made}) == 6
     assert not any("lane_block" in g.variation for g in made)
-    from kforge_nb.agents.builtin.cpp_kernels import host_has_avx512
+    from kforge_nb.agents.builtin.cpp.knobs import host_has_avx512
     first = "vector_width 512" if host_has_avx512() else "schedule dynamic"   # AVX-512: wide first
     assert first in made[1].variation
     assert any("schedule dynamic" in g.variation for g in made)

@@ -14,7 +14,7 @@ import pytest
 from kforge_nb.agents import AgentConfig
 from kforge_nb.agents.base import AnalysisRequest
 from kforge_nb.agents.builtin.analyst import BuiltinAnalyst
-from kforge_nb.agents.builtin.generator import parse_action
+from kforge_nb.agents.builtin.actions import parse_action
 from kforge_nb.evaluator import EvalOptions
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.session import Session

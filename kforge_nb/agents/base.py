@@ -40,12 +40,15 @@ class GenerationRequest:
     previous_code: str | None = None     # the candidate being fixed or optimised
     previous_result: Result | None = None
     instruction: str | None = None       # the accepted / edited / redirected recommendation
+    action: dict | None = None           # the instruction's change as data (the accepted
+    #                                      recommendation's `action`); None: only its text
     aux: list[tuple[str, str]] = field(default_factory=list)     # (name, text) files
     translate_from: str | None = None    # a verified kernel for another target
     sample: int = 0                      # the candidate's number in this round
     variant: int = 0                     # 0 takes the instruction as it is; k > 0 tries
     #                                      something else, numbered across the round's branches
     variation: str = ""                  # what this sample tries that the others do not
+    variation_action: dict | None = None  # the change the variation asks for, as data
     precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
     deadline: float | None = None        # time.monotonic() by which the run's wall-time budget
     #                                      ends: a provider retries only until then
@@ -73,7 +76,7 @@ class AnalysisRequest:
     target: str
     code: str
     result: Result                       # its verdict, timing, roofline, profile
-    summary: dict                        # compact profile summary (session/summary.py)
+    summary: dict                        # compact profile summary (feedback.profile_summary)
     history: list[str] = field(default_factory=list)   # earlier recommendations' titles
     iteration: int = 0
     deadline: float | None = None        # as in GenerationRequest

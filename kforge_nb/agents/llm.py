@@ -54,6 +54,8 @@ class LLMGenerator:
                          self.notes)
 
     def messages(self, request: GenerationRequest) -> tuple[str, list[dict]]:
+        """(system, messages) as they would be sent, without a call (notebook 04 shows the
+        prompt a --from seed gives)."""
         system, messages, _ = self._prompt(request)
         return system, messages
 

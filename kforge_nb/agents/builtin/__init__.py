@@ -5,6 +5,15 @@ into groups and writes one readable kernel per group (C++ with OpenMP for `cpp`,
 `triton`); ops it does not lower stay torch calls and are listed in `Generation.kept_ops`.
 `BuiltinAnalyst` reads a verdict and its profile summary and returns one recommendation whose
 `action` the generator knows how to apply.
+
+The stages, in the order a request meets them:
+- `generator.py` the role; `actions.py` what a request asks, as data; `sweep.py` the knob sweep;
+  `targets.py` the table of targets;
+- `capture/` the reference captured (fx), lowered to the agent's graph and partitioned;
+- `assemble.py` the one assemble loop, with `kernel.py` (a group's kernel plan),
+  `candidate.py` (the candidate file's parts) and `elementwise.py` (formulas per language);
+- `cpp/` and `triton/` each target's kernels, knobs and assemble specifics;
+- `analyst.py` the rules.
 """
 from .analyst import BuiltinAnalyst
 from .generator import BuiltinGenerator

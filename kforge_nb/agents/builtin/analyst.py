@@ -3,9 +3,10 @@
 It reads the verdict (timing, roofline), the compact profile summary (any key may be missing)
 and the candidate's own `# kforge-builtin:` header, walks its rules in order and returns the
 first recommendation whose title is not in `request.history`. Each recommendation says what to
-change, why, and what to expect, and carries an `action` the BuiltinGenerator applies; the
-action is also written at the end of the text (`action: {...}`), because the session hands the
-generator the text of the accepted recommendation.
+change, why, and what to expect, and carries an `action` the BuiltinGenerator applies (as data
+where the request carries it: `GenerationRequest.action`). The action is also written at the
+end of the text (`action: {...}`): a session that hands the generator only the accepted
+recommendation's text, and a recommendation recorded as text, still say what to apply.
 """
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ from ..base import AnalysisRequest, Recommendation
 from ...intervals import speedup_text
 from ..feedback import profile_summary, vendor_time_share, why_slower_than_eager
 from .candidate import read_header
-from .cpp_kernels import host_has_avx512
-
+from .cpp.knobs import host_has_avx512
 
 
 def facts(request: AnalysisRequest) -> dict:
@@ -209,6 +209,9 @@ def triton_rules(f: dict) -> list[Recommendation]:
     return out
 
 
+RULES = {"cpp": cpp_rules, "triton": triton_rules}     # a target's own rules, by its name
+
+
 def slower_than_eager(f: dict) -> bool:
     return f["real"] is not False and f["speedup"] is not None and f["speedup"] < 1.0
 
@@ -279,7 +282,7 @@ class BuiltinAnalyst:
                        "Regenerate the most conservative version (library maths, double "
                        "accumulators).", f"the last candidate was {f['state']}; optimising "
                        "it is pointless.", "correctness.", {"kind": "fix"})
-        rules = cpp_rules(f) if f["target"] == "cpp" else triton_rules(f)
+        rules = RULES.get(f["target"], triton_rules)(f)
         if slower_than_eager(f):
             # "leave the vendor op as it is" says done: not while a recovery is left to try
             recovery = recovery_rules(f)

@@ -1,16 +1,22 @@
-"""Turn a partitioned reference into a complete candidate for one target."""
+"""The one assemble loop: a partitioned reference turned into a complete candidate file.
+
+`Assembly.build()` walks the plan the same way for every target: the matrix products the
+target writes itself (each with the pointwise group after it fused in, where that group is
+ready when the product runs), then one kernel per remaining fused group, then the candidate
+file (docstring, imports, the reference's support code, the `# kforge-builtin:` header, the
+kernels, their launchers, ModelNew). A target subclasses `Assembly` and gives only its
+specifics: which products it owns, how a product and a group are written, its imports and
+how its kernels sit in the file (cpp/assemble.py, triton/assemble.py).
+"""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 
 from . import candidate as cand
-from .capture import Captured
-from .cpp_gemm import MICRO_KERNEL, CppGemm, epilogue_for
-from .cpp_kernels import CppKernel, CppOptions, cpp_source
-from .ir import Node
-from .kernel import KernelPlan, kernel_name, launcher_name
-from .partition import Plan
+from .capture import Captured, Plan
+from .capture.ir import Node
+from .kernel import KernelPlan, kernel_name, kernel_name_from, launcher_name
 
 
 @dataclass
@@ -47,96 +53,6 @@ def lowered_ops(plan: Plan) -> list[str]:
     return ops
 
 
-def launcher_lines(kp: KernelPlan, call: str, launcher: str) -> list[str]:
-    """The Python wrapper around one kernel: contiguous inputs, sizes, outputs, the call."""
-    lines = cand.launcher_prologue(kp, launcher, "Runs")
-    names = [r.size_name for r in kp.regions]
-    call_args = [n.name for n in kp.inputs] + [o.name for o in kp.outputs] + \
-        [f"float({s.name})" for s in kp.scalars] + names
-    lines.append(f"    {call}({', '.join(call_args)})")
-    lines.append(f"    return {', '.join(o.name for o in kp.outputs)}")
-    return lines
-
-
-def cpp_candidate(title: str, source: str, cap: Captured, plan: Plan,
-                  options: CppOptions) -> Built:
-    matmuls = [item for kind, item in plan.steps if kind == "matmul"]
-    own_gemm = options.matmul == "kernel" or (matmuls and not plan.groups)
-    allow, labels = kept_summary(plan, vendor_matmul=not own_gemm)
-    if not plan.groups and not matmuls:
-        what = ", ".join(labels) or "nothing"
-        return Built(None, allow, failure=f"builtin agent cannot lower: {what} (no elementwise "
-                     "or reduction work left to put in a kernel)")
-    taken: set[str] = set()
-    kernels, launchers, launches, helpers, story = [], [], {}, set(), []
-    products, fused = {}, set()
-    for node in matmuls if own_gemm else []:
-        group = epilogue_for(plan, node)
-        if group is not None and not ready_at(plan, node, group):
-            group = None
-        plan_ep = None
-        if group is not None:
-            plan_ep = KernelPlan.build(group, "epilogue")
-            fused.add(group.index)
-        base = node.fn + ("_" + "_".join(dict.fromkeys(m.origin or m.fn for m in group.members
-                                                      if m.op != "host")) if group else "")
-        name = kernel_name_from(base.lower(), taken)
-        gemm = CppGemm(node, name, plan_ep, options)
-        if not gemm.matvec and MICRO_KERNEL.strip("\n") not in kernels:
-            kernels.insert(0, MICRO_KERNEL.strip("\n"))
-        kernels.append(gemm.kernel())
-        helpers |= gemm.helpers
-        function = launcher_name(name)
-        launchers.append("\n".join(gemm.launcher(function)))
-        args = [gemm.a, gemm.b] + ([gemm.bias] if gemm.bias is not None else []) + \
-            gemm.ep_inputs + (plan_ep.scalars if plan_ep else [])
-        products[node] = [f"{', '.join(o.name for o in gemm.outputs)} = {function}("
-                          f"{', '.join(cand.python_ref(a) for a in args)})"]
-        story.append(f"- `{name}` (C++, OpenMP): register-tiled matrix product"
-                     + (" with the ops after it applied before the store" if group else ""))
-    for group in plan.groups:
-        if group.index in fused:
-            continue
-        name = kernel_name(group, taken)
-        kp = KernelPlan.build(group, name)
-        writer = CppKernel(kp, options)
-        kernels.append(writer.write())
-        helpers |= writer.f.used
-        launcher = launcher_name(name)
-        launchers.append("\n".join(launcher_lines(kp, f"kernels.{name}", launcher)))
-        launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
-        story.append(f"- `{name}` (C++, OpenMP): {kp.story()[0]}")
-    support, init = cand.reference_parts(source)
-    body = cand.forward_lines(plan, launches, lambda node: products[node] if node in products
-                              else cand.vendor_matmul(node))
-    doc = story + ([f"- kept in torch: {', '.join(labels)}"] if labels else []) + \
-        [f"- {n}" for n in cap.notes]
-    options_dict = dataclasses.asdict(options)
-    parts = [
-        cand.docstring(f"{title}: C++ kernels for the CPU, written by kforge-nb's builtin "
-                       "agent (no LLM).", doc),
-        "import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
-        "from kforge_nb.runtime import cpp",
-        "\n\n".join(s for s in support if s and not s.startswith(("import torch", "from torch",
-                                                                   "import math"))),
-        cand.header_line("cpp", options_dict),
-        "# The C++ below is compiled once (g++ -O3 -march=native -fopenmp, strict IEEE maths) and\n"
-        "# cached by its hash; every extern \"C\" function becomes a Python callable that takes\n"
-        "# contiguous float32 tensors for pointers and Python numbers for sizes.\n"
-        'source = r"""\n' + cpp_source(kernels, helpers, options) + '"""\n\n'
-        "kernels = cpp.load(source)",
-        "\n\n\n".join(launchers),
-        cand.model_class(init, [n.name for n in plan.graph.inputs], body),
-    ]
-    code = "\n\n\n".join(p for p in parts if p.strip()) + "\n"
-    lowered = lowered_ops(plan) + [n.fn for n in matmuls if own_gemm]
-    coverage = [f"lowered to C++: {', '.join(dict.fromkeys(lowered))} in {len(kernels)} kernel(s)"]
-    if labels:
-        coverage.append(f"left to torch: {', '.join(labels)}")
-    coverage += cap.notes
-    return Built(code, allow, coverage, [k.split("\n")[0] for k in kernels])
-
-
 def ready_at(plan: Plan, node: Node, group) -> bool:
     """Whether everything `group` reads exists when `node`'s step runs (to fuse them)."""
     at = next(i for i, (k, x) in enumerate(plan.steps) if x is node)
@@ -146,9 +62,129 @@ def ready_at(plan: Plan, node: Node, group) -> bool:
     return not (later & set(KernelPlan.build(group, "probe").inputs))
 
 
-def kernel_name_from(base: str, taken: set[str]) -> str:
-    name, k = f"{base}_kernel", 2
-    while name in taken:
-        name, k = f"{base}_kernel_{k}", k + 1
-    taken.add(name)
-    return name
+class Assembly:
+    """One candidate being assembled; a target overrides the hooks below `build`."""
+
+    target = ""                 # the header's target name
+    about = ""                  # the docstring's first line, after the problem's title
+    language = ""               # how the story names a kernel's language: "C++, OpenMP"
+    lowered_to = ""             # how the coverage names it: "C++"
+    nothing_left = ""           # why there is no candidate when no kernel is left to write
+    title_line = 0              # the line of a kernel's text that names it
+
+    def __init__(self, title: str, source: str, cap: Captured, plan: Plan, options):
+        self.title, self.source, self.cap, self.plan, self.o = title, source, cap, plan, options
+        self.kernels: list[str] = []
+        self.launchers: list[str] = []
+        self.story: list[str] = []
+        self.launches: dict = {}          # group index -> (launcher, its arguments, outputs)
+        self.products: dict = {}          # product node -> the forward lines that call it
+        self.taken: set[str] = set()      # kernel names given out
+
+    def build(self) -> Built:
+        plan = self.plan
+        matmuls = [item for kind, item in plan.steps if kind == "matmul"]
+        own = self.own_products(matmuls)
+        allow, labels = self.kept(matmuls, own)
+        if not plan.groups and not own:
+            return Built(None, allow, failure="builtin agent cannot lower: " +
+                         (", ".join(labels) or "nothing") + f" ({self.nothing_left})")
+        fused = set()
+        for node in own:
+            group = self.epilogue_for(node)
+            if group is not None and not ready_at(plan, node, group):
+                group = None
+            epilogue = None
+            if group is not None:
+                epilogue = KernelPlan.build(group, "epilogue")
+                fused.add(group.index)
+            base = node.fn + ("_" + "_".join(dict.fromkeys(m.origin or m.fn for m in group.members
+                                                          if m.op != "host")) if group else "")
+            self.add_product(node, kernel_name_from(self.product_base(base), self.taken),
+                             epilogue)
+        for group in plan.groups:
+            if group.index not in fused:
+                self.add_group(group)
+        code = self.candidate(labels)
+        ops = lowered_ops(plan) + [n.fn for n in own]
+        coverage = [f"lowered to {self.lowered_to}: {', '.join(dict.fromkeys(ops))} in "
+                    f"{len(self.kernels)} kernel(s)"]
+        if labels:
+            coverage.append(f"left to torch: {', '.join(labels)}")
+        coverage += self.cap.notes
+        return Built(code, allow, coverage, [k.split("\n")[self.title_line] for k in self.kernels],
+                     runs=self.runs(own))
+
+    def add_product(self, node: Node, name: str, epilogue: KernelPlan | None) -> None:
+        """A product the target writes: its kernel, launcher, the call in forward, the story."""
+        function = launcher_name(name)
+        launcher, arguments, outputs, what = self.product(node, name, epilogue, function)
+        self.launchers.append("\n".join(launcher))
+        self.products[node] = [f"{', '.join(o.name for o in outputs)} = {function}("
+                               f"{', '.join(cand.python_ref(a) for a in arguments)})"]
+        self.story.append(f"- `{name}` ({self.language}): {what}")
+
+    def add_group(self, group) -> None:
+        """One fused group's kernel and launcher, and how forward calls it."""
+        name = kernel_name(group, self.taken)
+        kp = KernelPlan.build(group, name)
+        launcher = launcher_name(name)
+        self.launchers.append("\n".join(self.group(kp, name, launcher)))
+        self.launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
+        self.story.append(f"- `{name}` ({self.language}): {kp.story()[0]}")
+
+    def candidate(self, labels: list[str]) -> str:
+        """The candidate file's text."""
+        plan, products = self.plan, self.products
+        support, init = cand.reference_parts(self.source)
+        body = cand.forward_lines(plan, self.launches, lambda node: products[node]
+                                  if node in products else cand.vendor_matmul(node))
+        doc = self.story + ([f"- kept in torch: {', '.join(labels)}"] if labels else []) + \
+            [f"- {n}" for n in self.cap.notes]
+        parts = [
+            cand.docstring(f"{self.title}: {self.about}", doc),
+            self.imports(),
+            "\n\n".join(s for s in support if s and not s.startswith(
+                ("import torch", "from torch", "import math"))),
+            cand.header_line(self.target, dataclasses.asdict(self.o)),
+            self.kernel_text(),
+            "\n\n\n".join(self.launchers),
+            cand.model_class(init, [n.name for n in plan.graph.inputs], body),
+        ]
+        return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
+
+    # --- what each target gives ---------------------------------------------------------------
+    def own_products(self, matmuls: list[Node]) -> list[Node]:
+        """The products this candidate computes in its own kernels (the rest stay vendor)."""
+        raise NotImplementedError
+
+    def kept(self, matmuls: list[Node], own: list[Node]) -> tuple[list[str], list[str]]:
+        """(allow tokens, labels) of what stays in torch, vendor products included."""
+        raise NotImplementedError
+
+    def epilogue_for(self, node: Node):
+        """The pointwise group this target can apply in the product's kernel, or None."""
+        raise NotImplementedError
+
+    def product_base(self, base: str) -> str:
+        return base
+
+    def product(self, node: Node, name: str, epilogue: KernelPlan | None, function: str):
+        """Write the product's kernel (into self.kernels); (launcher lines, the launcher's
+        arguments, its outputs, what the story says it does)."""
+        raise NotImplementedError
+
+    def group(self, kp: KernelPlan, name: str, launcher: str) -> list[str]:
+        """Write a fused group's kernel(s) (into self.kernels); its launcher's lines."""
+        raise NotImplementedError
+
+    def imports(self) -> str:
+        raise NotImplementedError
+
+    def kernel_text(self) -> str:
+        """How the kernels sit in the file."""
+        raise NotImplementedError
+
+    def runs(self, own: list[Node]) -> tuple | None:
+        """What runs at the captured sizes, where it says more than the text (the sweep)."""
+        return None

@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 import json
 
-from .ir import Node
-from .partition import Group, Plan
+from .capture.ir import Node
+from .capture.partition import Group, Plan
 from ...pyparse import parse_ast
 
 HEADER_MARK = "# kforge-builtin:"

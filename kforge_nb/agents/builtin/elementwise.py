@@ -1,15 +1,14 @@
 """Elementwise formulas, written once per target language.
 
 `formula(fn, args, attrs, lang)` returns the expression for one pointwise node given its
-operands' expressions. The C++ flavour calls the vectorisable maths of `cpp_math.py` (no
-libm call in a hot loop); the `std` flavour is the plain library version (the conservative
-"fix" candidate).
+operands' expressions. The C++ flavour calls the vectorisable maths it is given
+(cpp/maths.py: no libm call in a hot loop); the `std` flavour is the plain library version
+(the conservative "fix" candidate).
 """
 from __future__ import annotations
 
 import math
 
-from .cpp_math import FUNCTIONS as CPP_FUNCTIONS
 
 def c_float(value) -> str:
     value = float(value)
@@ -33,8 +32,9 @@ def py_float(value) -> str:
 class Formulas:
     """Expressions for one language: 'cpp' (vectorisable helpers), 'std' (libm), 'triton'."""
 
-    def __init__(self, lang: str):
+    def __init__(self, lang: str, helpers=()):
         self.lang = lang
+        self.helpers = helpers                           # 'cpp': the vectorisable maths it has
         self.used: set[str] = set()
         self.current = "v"                               # the node being written
         self.pending: list[tuple[str, str]] = []         # (name, expr) to define before it
@@ -65,7 +65,7 @@ class Formulas:
                      "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
                      "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
             return table[name].format(x)
-        if self.lang == "cpp" and name in CPP_FUNCTIONS:
+        if self.lang == "cpp" and name in self.helpers:
             self.used.add(name)
             return f"v{name}({x})"
         if name == "sigmoid":

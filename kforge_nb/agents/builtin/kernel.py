@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .ir import Node
-from .partition import Group, Region
+from .capture.ir import Node
+from .capture.partition import Group, Region
 
 
 @dataclass
@@ -155,7 +155,11 @@ def kernel_name(group: Group, taken: set[str]) -> str:
         if m.op != "host" and label and label not in labels and label.isidentifier():
             labels.append(label)
     base = "_".join(labels) if len(labels) <= 3 else f"{labels[0]}_to_{labels[-1]}"
-    base = base or "fused"
+    return kernel_name_from(base or "fused", taken)
+
+
+def kernel_name_from(base: str, taken: set[str]) -> str:
+    """`base`_kernel, numbered past the names already `taken` (and taken from now on)."""
     name, k = f"{base}_kernel", 2
     while name in taken:
         name, k = f"{base}_kernel_{k}", k + 1

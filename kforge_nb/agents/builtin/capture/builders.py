@@ -7,7 +7,7 @@ import operator
 
 import torch
 
-from .capture_errors import Unlowerable
+from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, attr_expr, resolve
 from .ir import FLOAT, Node, broadcast, normalise_dims, reduced_shape
 from .value_names import sanitise

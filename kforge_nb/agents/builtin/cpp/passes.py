@@ -1,6 +1,6 @@
 """The passes of a C++ kernel: how a CppKernel walks its rows, reductions and outputs.
 
-A mixin of CppKernel (cpp_kernels.py), which holds the writer's state and how one value is
+A mixin of CppKernel (kernels.py), which holds the writer's state and how one value is
 written; here is the loop structure: threads over rows (and blocks of lanes) with the passes
 inside each task, one flat loop for a group without reductions, or parallel reductions over
 everything when no dim is kept. A pass may park an expensive value in the output for the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .ir import Node
+from ..capture.ir import Node
 
 REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_index": "min"}
 

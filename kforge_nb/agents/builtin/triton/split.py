@@ -18,8 +18,8 @@ once per pass. Rows with a running sum (cumsum) keep one program per row.
 """
 from __future__ import annotations
 
-from .ir import Node
-from .triton_group import MAX_ROW_BLOCK, TritonGroupKernel
+from ..capture.ir import Node
+from .group import MAX_ROW_BLOCK, TritonGroupKernel
 
 NEUTRAL = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")',
            "first_index": "2**62"}

@@ -9,17 +9,17 @@
   rows of 7 are not 2.4M programs) into registers once and every pass works on it there
   (ROW_IN_REGISTERS); otherwise one program per row, each pass looping over it BLOCK_SIZE
   elements at a time, and a final loop writes the outputs. Few long rows are split over many
-  programs (triton_split.py). The launcher picks the mode and scales num_warps with the tile.
+  programs (split.py). The launcher picks the mode and scales num_warps with the tile.
 """
 from __future__ import annotations
 
 import math
 
-from .candidate import launcher_prologue
-from .elementwise import Formulas
-from .ir import Node
-from .kernel import KernelPlan
-from .partition import Region
+from ..candidate import launcher_prologue
+from ..capture.ir import Node
+from ..capture.partition import Region
+from ..elementwise import Formulas
+from ..kernel import KernelPlan
 
 MAX_ROW_BLOCK = 32768             # fp32 elements of one row a program keeps in registers
 LANE_ROWS, LANE_STEP = 64, 32     # rows reduced along a middle dim: rows a program, elements a step

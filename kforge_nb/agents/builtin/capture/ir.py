@@ -16,6 +16,7 @@ pointwise and reduce nodes (see `ops.py`), so fusion works on a handful of primi
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -91,3 +92,17 @@ def numel(shape) -> int:
     for s in shape:
         out *= s
     return out
+
+
+TRANSPOSE = re.compile(r"^\{0\}\.(T|t\(\)|mT|transpose\((-2, -1|-1, -2|0, 1|1, 0|1, 2|2, 1)\))$")
+
+
+def transposed_source(node: Node) -> Node | None:
+    """x for a node that is x with its last two dims swapped (x.T, x.transpose(-2, -1), ...)."""
+    if node.op == "host" and node.fn == "view" and TRANSPOSE.match(node.attrs.get("expr", "")):
+        x = node.args[0]
+        if len(x.shape) in (2, 3) and x.shape[:-2] == node.shape[:-2] and \
+                x.shape[-2:] == node.shape[-2:][::-1]:
+            if len(x.shape) == 2 or "0, 1" not in node.attrs["expr"]:
+                return x
+    return None

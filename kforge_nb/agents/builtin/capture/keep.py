@@ -9,7 +9,7 @@ import operator
 import torch
 import torch.fx
 
-from .capture_errors import CaptureError
+from .errors import CaptureError
 from .fx_source import LAYOUT_METHODS, OPERATOR_SYMBOLS, PYTHON_METHODS, VIEW_METHODS, \
     attr_expr, literal, resolve
 from .ir import Node

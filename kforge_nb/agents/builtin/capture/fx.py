@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from .capture_errors import CaptureError
+from .errors import CaptureError
 from .ir import Graph
 from .lowerer import Lowerer
 

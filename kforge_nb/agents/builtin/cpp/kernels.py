@@ -6,52 +6,27 @@ loop under `#pragma omp simd`. When the innermost dim is not reduced (RMS norm o
 an NCHW tensor), it becomes a block of *lanes*: each task owns LANE_BLOCK consecutive lanes and
 keeps one accumulator per lane, so the simd loop still runs over contiguous memory. A reduction
 over everything (a Frobenius norm) parallelises the reduction loop itself. The loops and passes
-are written by the `Passes` mixin (cpp_passes.py); this module holds the options, the writer's
+are written by the `Passes` mixin (passes.py); this module holds the writer's
 state, how one value is written, and the translation unit around the kernels.
 """
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-from pathlib import Path
-
-from .cpp_math import helpers_source
-from .cpp_passes import Passes, ctype
-from .elementwise import Formulas
-from .ir import Node
-from .kernel import KernelPlan
-
-
-@dataclass
-class CppOptions:
-    vector_math: bool = True          # vectorisable exp/log/tanh/erf helpers instead of libm
-    lane_block: int = 256             # lanes per task when the innermost dim is kept
-    min_parallel_work: int = 32768    # below this many elements a kernel runs on one thread
-    accumulate: str = "auto"          # "float", "double", or "auto" (double past 16384 terms)
-    schedule: str = "static"          # OpenMP schedule of the row loop
-    matmul: str = "vendor"            # "vendor": torch's GEMM; "kernel": the C++ tiled GEMM
-    reuse_output: bool = True         # park an exp computed in the last pass in the output
-    rows_as_lanes: bool = False       # simd across a block of rows instead of along each row
-    vector_width: int = 0             # 512: ask for AVX-512 registers; 0: the compiler's choice
-
-
-@functools.cache
-def host_has_avx512() -> bool:
-    """Whether this machine's CPU has AVX-512 (where `vector_width` 512 can change anything)."""
-    try:
-        return " avx512f" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
+from ..capture.ir import Node
+from ..elementwise import Formulas
+from ..kernel import KernelPlan
+from .knobs import CppOptions
+from .maths import FUNCTIONS, helpers_source
+from .passes import Passes, ctype
 
 
 class CppKernel(Passes):
     """One extern "C" function for a fused group: the writer's state and how a value is
-    written; the loops and passes are in cpp_passes.py."""
+    written; the loops and passes are in passes.py."""
 
     def __init__(self, plan: KernelPlan, options: CppOptions):
         plan = plan.rows_as_lanes() if options.rows_as_lanes else plan
         self.plan, self.o = plan, options
-        self.f = Formulas("cpp" if options.vector_math else "std")
+        self.f = Formulas("cpp" if options.vector_math else "std", FUNCTIONS)
         self.lines: list[str] = []
         self.depth = 0
         self.lanes = plan.lane is not None and bool(plan.reduce)   # blocks of lanes, per task
@@ -181,7 +156,7 @@ class CppKernel(Passes):
     def write(self) -> str:
         p = self.plan
         self.inverted = self.divisors()
-        self.parks = self.park_plan()      # per pass: the value it parks (cpp_passes.py)
+        self.parks = self.park_plan()      # per pass: the value it parks (passes.py)
         for line in p.story():
             self.emit(f"// {line}")
         self.open(self.signature())

@@ -16,12 +16,11 @@ interpreter the launcher passes the options' tiles instead.
 """
 from __future__ import annotations
 
-from .cpp_gemm import transposed_source
-from .elementwise import Formulas
-from .ir import Node
-from .kernel import KernelPlan
-from .partition import Group, Plan
-from .triton_group import distinct
+from ..capture.ir import Node, transposed_source
+from ..capture.partition import Group, Plan
+from ..elementwise import Formulas
+from ..kernel import KernelPlan
+from .group import distinct
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) for Hopper-class GPUs. The tiles are
 # loaded as fp32, so 3 stages of 128 x 128 x 64 use 192 KiB of shared memory.

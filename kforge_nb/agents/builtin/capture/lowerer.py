@@ -1,5 +1,5 @@
 """The builtin agent's `Lowerer`: walks a traced fx graph and rewrites each fx node into ir.Nodes
-with the converters of ops.py, keeping as a torch call (lowerer_keep.py) what none handles.
+with the converters of ops.py, keeping as a torch call (keep.py) what none handles.
 """
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import torch
 import torch.fx
 
 from . import ops
-from .capture_errors import Unlowerable
+from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, resolve
 from .ir import Graph, Node
-from .lowerer_builders import Builders
-from .lowerer_keep import Keeper
+from .builders import Builders
+from .keep import Keeper
 
 
 class Lowerer(Builders, Keeper):

@@ -13,27 +13,12 @@ a round trip through memory.
 """
 from __future__ import annotations
 
-import re
-
-from .candidate import output_shape
-from .cpp_kernels import CppKernel, CppOptions
-from .ir import Node
-from .kernel import KernelPlan
-from .partition import Group, Plan
-
-TRANSPOSE = re.compile(r"^\{0\}\.(T|t\(\)|mT|transpose\((-2, -1|-1, -2|0, 1|1, 0|1, 2|2, 1)\))$")
-
-
-def transposed_source(node: Node) -> Node | None:
-    """x for a node that is x with its last two dims swapped (x.T, x.transpose(-2, -1), ...)."""
-    if node.op == "host" and node.fn == "view" and TRANSPOSE.match(node.attrs.get("expr", "")):
-        x = node.args[0]
-        if len(x.shape) in (2, 3) and x.shape[:-2] == node.shape[:-2] and \
-                x.shape[-2:] == node.shape[-2:][::-1]:
-            if len(x.shape) == 2 or "0, 1" not in node.attrs["expr"]:
-                return x
-    return None
-
+from ..candidate import output_shape
+from ..capture.ir import Node, transposed_source
+from ..capture.partition import Group, Plan
+from ..kernel import KernelPlan
+from .kernels import CppKernel
+from .knobs import CppOptions
 
 def layout(node: Node) -> tuple[str, Node, Node, bool]:
     """("nn" | "nt", a, b as the kernel reads it, batched) for a product node."""

@@ -1,0 +1,105 @@
+"""The change a request asks of the builtin generator, as data, and how it changes the knobs.
+
+An action is a dict such as `{"kind": "block_size", "value": 4096}`. It travels as data on
+the request (`GenerationRequest.action`: the accepted recommendation's `action`;
+`variation_action`: the change a sample makes instead). Where only text came (a person's
+words in review mode, a recommendation recorded as text, a caller that sets no action), the
+text is read once, when the request comes in (`asked`): a JSON object after `action:` (as
+BuiltinAnalyst writes it), else a few plain-word forms. Everything after works on the data.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+
+
+def parse_action(instruction: str | None) -> dict:
+    """The action dict in a recommendation's text, or one read off plain words."""
+    text = instruction or ""
+    match = re.search(r"action:\s*(\{.*\})", text, re.S)
+    if match:
+        try:
+            return json.loads(match.group(1))
+        except ValueError:
+            pass
+    low = text.lower()
+    number = re.search(r"\b(\d{2,6})\b", low)
+    value = int(number.group(1)) if number else None
+    if "autotun" in low:
+        return {"kind": "autotune", "enable": True}
+    if "num_warps" in low or "warps" in low:
+        return {"kind": "warps", "value": value or 8}
+    if "num_stages" in low or "stages" in low:
+        return {"kind": "num_stages", "value": value or 3}
+    if "block_size" in low or "block size" in low:
+        return {"kind": "block_size", "value": value or 2048}
+    if "vector" in low or "simd" in low:
+        return {"kind": "vector_math", "enable": True}
+    if "one thread" in low or "single thread" in low or "serial" in low:
+        return {"kind": "min_parallel_work", "value": value or 131072}
+    if "lane" in low:
+        return {"kind": "lane_block", "value": value or 1024}
+    if "double" in low:
+        return {"kind": "accumulate", "value": "double"}
+    if "dynamic" in low:
+        return {"kind": "schedule", "value": "dynamic"}
+    if "tensor core" in low or "tf32" in low:
+        return {"kind": "tensor_cores"}
+    return {"kind": "none"}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What one request asks for, as data."""
+    action: dict                 # the change to apply to the parent's knobs ("optimise")
+    own_change: bool             # the sample makes a change of its own instead of the
+    #                              instruction's (the analyst's next-ranked, another lineage's)
+
+
+def asked(request) -> Asked:
+    """The request's action: carried as data where the caller set it, else read off its text
+    (the only place the builtin agent reads an instruction's words)."""
+    given = getattr(request, "variation_action", None)
+    own_change = given is not None or "action:" in (request.variation or "")
+    if own_change:
+        return Asked(given if given is not None else parse_action(request.variation), True)
+    given = getattr(request, "action", None)
+    return Asked(given if given is not None else parse_action(request.instruction), False)
+
+
+def apply_action(options, action: dict, conservative) -> tuple[object, str]:
+    """New options and one sentence saying what changed (or why nothing did).
+    `conservative()` gives the target's fix options."""
+    kind = action.get("kind", "none")
+    fields = {f.name for f in dataclasses.fields(options)}
+    value = action.get("value")
+    if kind in ("vector_math", "autotune") and kind in fields:
+        enable = bool(action.get("enable", True))
+        return dataclasses.replace(options, **{kind: enable}), f"{kind} set to {enable}"
+    if kind == "matmul" and "matmul" in fields and value in ("vendor", "kernel"):
+        changes = {"matmul": value}
+        if "dot" in action:
+            changes["dot"] = action["dot"]
+        return dataclasses.replace(options, **changes), f"matmul set to {changes}"
+    if kind == "warps" and "row_warps" in fields and value is not None:
+        # every program of the candidate: flat ones and row ones
+        return dataclasses.replace(options, num_warps=value, row_warps=value), \
+            f"num_warps and row_warps set to {value}"
+    if kind in fields and value is not None:
+        return dataclasses.replace(options, **{kind: value}), f"{kind} set to {value}"
+    if kind == "matmul_tiles" and "block_m" in fields:
+        changes = {k.lower(): int(v) for k, v in action.items()
+                   if k.lower() in ("block_m", "block_n", "block_k", "group_m")}
+        return dataclasses.replace(options, **changes), f"matmul tiles set to {changes}"
+    if kind == "tensor_cores" and "dot" in fields:
+        value = value if value in ("tf32", "bf16", "fp16") else "tf32"
+        return dataclasses.replace(options, matmul="kernel", dot=value), \
+            f"matmul is the Triton GEMM with tl.dot in {value} (valid only under the " \
+            f"{value} precision policy)"
+    if kind in ("none", "done"):
+        return options, "no change requested"
+    if kind == "fix":
+        return conservative(), "conservative version"
+    return options, f"action {kind!r} does not apply to this target; candidate unchanged"

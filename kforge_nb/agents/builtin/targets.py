@@ -1,0 +1,34 @@
+"""The table of targets the builtin agent writes for: each one's knobs, its conservative
+version, its sweep's single steps and its assembly. The generator looks a target up here;
+adding a target is adding a row."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .assemble import Assembly, Built
+from .capture import Captured, Plan
+from .cpp import knobs as cpp_knobs
+from .cpp.assemble import CppAssembly
+from .triton import knobs as triton_knobs
+from .triton.assemble import TritonAssembly
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    defaults: Callable[[str], object]          # precision policy -> the default options
+    conservative: Callable[[], object]          # the options a "fix" writes with
+    sweep_singles: Callable[[object], list[dict]]   # each knob on its own, around options
+    assembly: type[Assembly]
+
+    def write(self, title: str, source: str, captured: Captured, plan: Plan, options) -> Built:
+        return self.assembly(title, source, captured, plan, options).build()
+
+
+TARGETS = {t.name: t for t in (
+    Target("cpp", lambda precision: cpp_knobs.CppOptions(), cpp_knobs.conservative,
+           cpp_knobs.sweep_singles, CppAssembly),
+    Target("triton", triton_knobs.TritonOptions.for_precision, triton_knobs.conservative,
+           triton_knobs.sweep_singles, TritonAssembly),
+)}
