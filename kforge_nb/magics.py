@@ -149,17 +149,14 @@ class KForgeMagics(ConfigurableMagics):
         """`%%kforge --whole-model`: the cell's Model split into parts, each optimised, the
         recomposed model judged end to end (as `kforge model`); bound to --name. The parts
         table is drawn as soon as the model is decomposed; `NAME.skip(part)` leaves a part
-        as written if its session has not started; `NAME.stop()` ends the run early."""
+        as written if its session has not started; `NAME.stop()` ends the run early. (_run
+        has refused a name whose session is still running.)"""
         from .model import ModelError
         from .problem import ProblemError
         from .providers import ProviderError, resolve
         from .session.config import model_session_from_args
         from .targets import UnknownTarget
         from .ui.cell import CellError, problem_from_cell
-        previous = self.sessions.get(args.name)
-        if previous is not None and previous.running:
-            raise UsageError(f"%%kforge: a session is still running as {args.name}; stop it "
-                             f"first ({args.name}.stop()), or use --name OTHER")
         unsupported = [flag for flag, on in (("--resume", args.resume), ("--replay", args.replay),
                                              ("--record", args.record),
                                              ("--mode review", args.mode == "review")) if on]

@@ -164,7 +164,7 @@ def test_a_run_whose_process_is_alive_is_running_and_not_resumed(tmp_path):
     (folder / "run.json").write_text(json.dumps(state))
     assert saved.read(folder).status == "running"        # this test's own process is alive
     with pytest.raises(saved.ResumeError, match="still running"):
-        saved.resume(folder)
+        saved.resumable(folder)
     state["pid"] = 2 ** 22 + 12345                        # above pid_max: never a live process
     (folder / "run.json").write_text(json.dumps(state))
     assert saved.read(folder).status == "interrupted"

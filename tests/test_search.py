@@ -14,7 +14,7 @@ from kforge_nb.agents.builtin import BuiltinAnalyst, BuiltinGenerator
 from kforge_nb.agents.builtin.candidate import read_header
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.session import Budget, Session
-from kforge_nb.session.core import Plan
+from kforge_nb.session.plans import Plan
 from kforge_nb.session.decisions import ACCEPT, REDIRECT, Decision
 from kforge_nb.session.records import Attempt
 from kforge_nb.session.search import Crossover, SearchError, Tree, make_search

@@ -22,7 +22,7 @@ from kforge_nb.problem import Problem
 from kforge_nb.session import Budget, Session
 from kforge_nb.session.decisions import ACCEPT, REDIRECT, Decision
 from kforge_nb.ui import fallback
-from kforge_nb.ui.report import bundle, run_record, waiting_for_decision
+from kforge_nb.ui.report import bundle, run_record
 from tests.support.evaluator import candidate_source, problem_path
 from tests.test_notebook_labextension import LABEXTENSION, render
 
@@ -255,7 +255,7 @@ def test_prune_and_pin_sent_by_the_live_view_reach_the_search(tmp_path):
     widget = RunWidget(session)
     session.start()
     try:
-        waiter.until(lambda: waiting_for_decision(session), "recommendation")
+        waiter.until(lambda: session.pending, "recommendation")
         analysed = next(e for e in reversed(session.events) if e.kind == "recommendation")
         asked_about = analysed.data["parent"]
         other = next(a.id for a in session.history if a.parent is None and a.id != asked_about)
@@ -306,7 +306,7 @@ def test_prune_and_pin_sent_by_the_live_view_reach_the_search(tmp_path):
 
         for _ in range(10):            # answer every recommendation until the run ends (a
             #                            redirect always goes on, whatever the analyst says)
-            waiter.until(lambda: finished(session) or waiting_for_decision(session),
+            waiter.until(lambda: finished(session) or session.pending,
                          "recommendation or end")
             if finished(session):
                 break

@@ -11,8 +11,9 @@ work on disk:
      "history":  [Attempt.to_dict(), ...]}
 
 A run whose status says "running" but whose process is gone was interrupted. Resuming rebuilds
-the session from `config`, takes back its history, usage and elapsed time, and goes on from the
-next iteration in the same folder; nothing finished is redone.
+the session from `config` (Session.resume, with `resumable`'s arguments), takes back its
+history, usage and elapsed time, and goes on from the next iteration in the same folder;
+nothing finished is redone. This module reads and writes run.json; it never builds a Session.
 """
 from __future__ import annotations
 
@@ -24,11 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import artifacts
+from ..agents import AgentConfig
 from ..agents.base import Recommendation, Usage
+from ..evaluator import EvalOptions
+from ..guardrails import Guardrails
 from ..intervals import speedup_text
+from ..problem import Problem
 from ..result import Result
 from .decisions import Decision
 from .records import Attempt, Budget
+from .search import make_search
 
 SCHEMA = 1
 STATE_FILE = "run.json"
@@ -171,17 +177,12 @@ def runs_table(runs: list) -> str:
 
 # --- resuming ---------------------------------------------------------------------------------
 
-def resume(folder: str | Path, policy=None, mode: str | None = None, **budget_changes):
-    """The session of a saved run, ready to `run()` or `start()` from its next iteration.
+def resumable(folder: str | Path, **budget_changes) -> tuple[SavedRun, dict]:
+    """The saved run in `folder` and the arguments to build its session again (Session.resume
+    builds it, then takes the run back with Session.restore); ResumeError where it cannot go on.
 
     `budget_changes` (iterations=12, wall_s=..., tokens=..., cost_usd=..., patience=...) raise
     the saved budget: e.g. more iterations for a run that used all of its own."""
-    from ..agents import AgentConfig
-    from ..evaluator import EvalOptions
-    from ..guardrails import Guardrails
-    from ..problem import Problem
-    from .core import Session
-    from .search import make_search
     saved = read(folder)
     if saved.status == "running":
         raise ResumeError(f"{saved.folder} is still running (process {saved.data.get('pid')}); "
@@ -202,23 +203,20 @@ def resume(folder: str | Path, policy=None, mode: str | None = None, **budget_ch
     options["guardrails"] = Guardrails(**options["guardrails"])
     options["baselines"] = tuple(options["baselines"])
     p = config["problem"]
-    session = Session(
-        Problem(p["source"], p["name"], p["path"]), config["target"],
+    return saved, dict(
+        problem=Problem(p["source"], p["name"], p["path"]), target=config["target"],
         agents=AgentConfig(**config["agents"]), budget=budget,
-        options=EvalOptions(**options), mode=mode or config["mode"], aux=config["aux"],
-        translate_from=None, policy=policy, folder=saved.folder,
+        options=EvalOptions(**options), mode=config["mode"], aux=config["aux"],
+        translate_from=None, folder=saved.folder,
         search=make_search(**search) if (search := config.get("search")) else None)
-    session.translate_from = config["translate_from"]    # the text itself: its file may be gone
-    session.config = config_of(session)
-    session.restore(saved, notes=_notes(saved, config))
-    return session
 
 
-def _notes(saved: SavedRun, config: dict) -> list[str]:
+def resume_notes(saved: SavedRun) -> list[str]:
+    """What a resumed session says first."""
     notes = [f"resuming {saved.folder.name} ({saved.status}) at iteration "
              f"{saved.iterations_done}: {len(saved.data['history'])} candidates already judged "
              "are kept, not redone"]
-    if config.get("custom_analyst"):
+    if saved.data["config"].get("custom_analyst"):
         notes.append("the run had an analyst of your own, which a run folder cannot hold: the "
                      "provider's analyst takes over")
     return notes

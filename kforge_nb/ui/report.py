@@ -68,7 +68,7 @@ def run_record(session) -> dict:
         "history": [attempt_record(a, a.id in with_map, ties.get(a.id)) for a in history],
         "search": search_record(session),
         "recommendation": latest_recommendation(run),
-        "pending": waiting_for_decision(session),
+        "pending": session.pending,
         "decisions": [{"iteration": e.iteration, "kind": e.data["kind"],
                        "text": e.data.get("text") or ""} for e in run if e.kind == "decision"],
         "profile": timeline(best),
@@ -164,16 +164,6 @@ def latest_recommendation(run: list[Event]) -> dict | None:
     return {"iteration": run[k].iteration, "title": d.get("title", ""),
             "text": d.get("text", ""), "expected_gain": d.get("expected_gain"),
             "decision": decision, "parent": d.get("parent")}
-
-
-def waiting_for_decision(session) -> bool:
-    """A review-mode session that has made a recommendation and not yet had its answer."""
-    events = list(session.events)
-    run = events[last_index(events, "started") or 0:]
-    if session.mode != "review" or any(e.kind == "finished" for e in run):
-        return False
-    rec, decided = last_index(run, "recommendation"), last_index(run, "decision")
-    return rec is not None and (decided is None or decided < rec)
 
 
 def status_line(run: list[Event], iterations: int, best) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from .report import run_record, waiting_for_decision
+from .report import run_record
 from ..session.events import Event
 
 STATIC = Path(__file__).parent / "static"
@@ -88,10 +88,10 @@ class RunWidget(anywidget.AnyWidget):
         if action not in ("accept", "edit", "redirect", "skip", "stop"):
             self.message = f"unknown action {action!r}"
             return None
-        if any(e.kind == "finished" for e in list(self.session.events)):
+        if self.session.finished:
             self.message = f"the session has already finished: {action} not sent"
             return None
-        if action != "stop" and not waiting_for_decision(self.session):
+        if action != "stop" and not self.session.pending:
             self.message = f"no recommendation is waiting for a decision: {action} not sent"
             return None
         try:
@@ -108,7 +108,7 @@ class RunWidget(anywidget.AnyWidget):
     def _steer(self, action: str, attempt_id) -> None:
         """Pin or prune a candidate of the tree; no pending recommendation is needed (the
         search reads pins and prunes when it next chooses its branches)."""
-        if any(e.kind == "finished" for e in list(self.session.events)):
+        if self.session.finished:
             self.message = f"the session has already finished: {action} not sent"
             return
         if attempt_id is None or not str(attempt_id).strip():
