@@ -82,11 +82,15 @@ def stop(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
+BUDGET_S = 1.0
+
+
 def judge(problem, extra: float, out: Path):
     from kforge_nb.evaluator import EvalOptions, evaluate
     source = KERNEL.replace("EXTRA", repr(extra))
     result = evaluate(problem, source, "cpp", EvalOptions(baselines=("eager",), out_dir=out,
-                                                          trials=1, shape_check=False))
+                                                          trials=1, shape_check=False,
+                                                          timing_budget_s=BUDGET_S))
     if result.state != "correct":
         raise SystemExit(f"the kernel was judged {result.state}: {result.message}")
     t = result.timing
@@ -126,7 +130,11 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the workers")
     parser.add_argument("--cpus", help="pin everything to these CPUs, e.g. 0,1")
     parser.add_argument("--json", help="also write every judging here (runs merged later)")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="the timing budget in seconds (the rounds may go on 4x longer)")
     args = parser.parse_args()
+    global BUDGET_S
+    BUDGET_S = args.budget
     if args.cpus:                  # children (the fork server, the busy loops) inherit it
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     for item in args.env:          # before the fork server starts: the workers inherit it
