@@ -2,8 +2,8 @@
 
 A hook file defines `measure(model, inputs) -> dict[str, float]`. Here it is only read (its
 text checked for a `measure`), never executed: the judge runs it on the reference model and the
-candidate worker, in its sandbox, on the candidate's (evaluator/workers.py `run_hook`), each on
-inputs drawn from the same seed. The two replies become `Result.measures` (`combine`).
+candidate worker, in its sandbox, on the candidate's (evaluator/worker_common.py `run_hook`),
+each on inputs drawn from the same seed. The two replies become `Result.measures` (`combine`).
 
 The objective names one of the hook's keys and a direction (max by default): the session ranks
 correct candidates by it (`score`), and the analyst is given it as its goal (`objective_text`).

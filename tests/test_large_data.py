@@ -104,9 +104,10 @@ def test_a_large_problem_runs_one_trial_per_distribution_and_says_each_step(opti
     """The threshold lowered so that a small ReLU counts as large: trials 2 and 5 (a second
     and third `given` draw) are skipped and said; the shape check still runs."""
     import kforge_nb.evaluator as evaluator
+    from kforge_nb.evaluator import protocol
     from kforge_nb.result import CORRECT
     from tests.support.evaluator import candidate_source, load_problem
-    monkeypatch.setattr(evaluator, "LARGE_TRIAL_BYTES", 1)
+    monkeypatch.setattr(protocol, "LARGE_TRIAL_BYTES", 1)   # where the protocol reads it
     said: list[str] = []
     result = evaluator.evaluate(load_problem("relu"), candidate_source("cpp_relu"), "cpp",
                                 options(measure=False), progress=said.append)
@@ -125,11 +126,12 @@ def test_outputs_cross_in_memory_and_the_exchange_is_gone_afterwards(options, mo
     """Every output file the candidate was asked to write lies in memory (/dev/shm) where the
     machine has it; the folder is removed when the judging ends."""
     import kforge_nb.evaluator as evaluator
+    from kforge_nb.evaluator import protocol
     from kforge_nb.result import CORRECT
     from tests.support.evaluator import candidate_source, load_problem
     asked: list[str] = []
-    real = evaluator.Evaluation.exchange_path
-    monkeypatch.setattr(evaluator.Evaluation, "exchange_path",
+    real = protocol.Evaluation.exchange_path
+    monkeypatch.setattr(protocol.Evaluation, "exchange_path",
                         lambda self, name: asked.append(real(self, name)) or asked[-1])
     result = evaluator.evaluate(load_problem("relu"), candidate_source("cpp_relu"), "cpp",
                                 options())

@@ -168,14 +168,50 @@ def test_rebinding_the_harness_timer_or_swapping_a_functions_code_is_tampering()
 
 
 def test_a_method_replaced_on_a_worker_class_is_tampering():
-    from kforge_nb.evaluator import workers
+    from kforge_nb.evaluator import candidate_worker
     before = integrity.snapshot()
-    original = workers.Candidate.time
+    original = candidate_worker.Candidate.time
     try:
-        workers.Candidate.time = lambda self, calls, keep: {}
-        assert "kforge_nb.evaluator.workers.Candidate.time" in integrity.changed(before)
+        candidate_worker.Candidate.time = lambda self, calls, keep: {}
+        assert "kforge_nb.evaluator.candidate_worker.Candidate.time" in integrity.changed(before)
     finally:
-        workers.Candidate.time = original
+        candidate_worker.Candidate.time = original
+
+
+def worker_modules(beside: set[str]) -> set[str]:
+    """The evaluator's modules a worker runs: workers.py and nsight.py (the fork server's and
+    the Nsight child's entry points) and every evaluator module they import, read from the
+    source (the imports inside functions too); those `beside` are not followed."""
+    import ast
+    from pathlib import Path
+    folder = Path(integrity.__file__).parent
+    seen, todo = set(), ["workers", "nsight"]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in beside:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module] if node.module else [a.name for a in node.names]
+                todo += [n for n in names if (folder / f"{n}.py").exists()]
+    return seen
+
+
+def test_every_module_a_worker_runs_is_under_the_integrity_check():
+    # process.py: the parent's worker handle, of which the judge reads available_memory()
+    # (never guarded, and the parent's modules it imports are not the workers')
+    unguarded = worker_modules(beside={"process"}) - set(integrity.OWN_MODULES)
+    assert not unguarded, f"worker modules outside integrity.OWN_MODULES: {sorted(unguarded)}"
+    import kforge_nb.evaluator.workers  # noqa: F401  (what the fork server imports)
+    names = integrity.own_functions()
+    for name in ("kforge_nb.evaluator.worker_common.load_weights",
+                 "kforge_nb.evaluator.worker_common.profile_fresh",
+                 "kforge_nb.evaluator.judge_worker.Judge.check",
+                 "kforge_nb.evaluator.candidate_worker.Candidate.trial",
+                 "kforge_nb.evaluator.candidate_worker.plain_outputs",
+                 "kforge_nb.evaluator.workers.candidate_main"):
+        assert name in names, name
 
 
 # --- the audit -------------------------------------------------------------------------------

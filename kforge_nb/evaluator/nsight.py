@@ -92,14 +92,14 @@ def run_once(job: dict) -> None:
     """The child: the candidate rebuilt as judged, warmed, one forward profiled."""
     import torch
 
-    from . import harness, workers
-    workers.start(job)
+    from . import harness, worker_common
+    worker_common.start(job)
     device = job["device"]
-    problem = workers.load_problem(job)
+    problem = worker_common.load_problem(job)
     module = harness.load_module(job["source"], job["filename"], "kforge_candidate")
     cls = getattr(module, "ModelNew", None) or getattr(module, "NewModel")
-    model = workers.build(cls, problem, job, device)
-    workers.load_weights(model, harness.torch_load(job["weights"], weights_only=True), device)
+    model = worker_common.build(cls, problem, job, device)
+    worker_common.load_weights(model, harness.torch_load(job["weights"], weights_only=True), device)
     inputs = harness.trial_inputs(problem, job["trial"], device)
     cuda = device.startswith("cuda")
     with torch.no_grad():

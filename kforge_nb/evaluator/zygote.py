@@ -23,7 +23,7 @@ from .wire import Channel, close_other_fds, recv, send
 
 def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
     """The worker: its own process group, output to the parent's log pipe, the sandbox."""
-    from . import sandbox
+    from . import sandbox_child
     os.setsid()  # own process group: the parent can kill compilers we start along with us
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -32,13 +32,13 @@ def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
     os.dup2(null, 0)
     close_other_fds(keep=(conn_fd,))
     spec = job.get("sandbox") or {}
-    report = sandbox.enter_namespaces(spec) if spec else {}
+    report = sandbox_child.enter_namespaces(spec) if spec else {}
     if str(report.get("processes", "")).startswith("isolated"):
         become_init(conn_fd)
     code = 0
     try:
         if spec:
-            job["sandbox_report"] = sandbox.finish(spec, report)
+            job["sandbox_report"] = sandbox_child.finish(spec, report)
         from . import workers
         getattr(workers, function)(Channel(conn_fd), job)
     except BaseException:  # the parent reads the log and the exit status

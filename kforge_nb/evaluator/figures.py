@@ -1,0 +1,150 @@
+"""A timing's numbers into a verdict: medians and intervals of the paired ratios, the wall-clock
+correction, the precision policy's figures, the cached torch.compile figure (a display, never a
+ratio), the roofline, and the sentence where a profiled call and the timed median disagree."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import statistics
+import time
+
+from .. import artifacts, devices
+from ..result import Result, Timing
+from ..runtime.native import cache_dir
+from . import stats
+
+PROFILE_GAP = 2.0        # a profiled call this many times off the timed median is said
+
+
+class TimingFigures:
+    """Mixed into Evaluation (through TimedRounds): reads `self.options`, `self.summary`,
+    `self.policy`, `self.compile_errors`, `self.device` and `self.problem`."""
+
+    def fill_timing(self, result: Result, paired: dict, speedup: float, rechecked: bool,
+                    note: str) -> None:
+        times, ratios = paired["times"], paired["ratios"]
+        median = statistics.median(times["candidate"])
+        eager = statistics.median(times["judge"])
+        q = statistics.quantiles(ratios["judge"], n=4) if len(ratios["judge"]) >= 4 \
+            else [speedup] * 3
+        wall = statistics.median(paired["walls"]) if paired["walls"] else None
+        factor = 1.0        # what the wall clock changes in every speedup
+        if wall and wall > 3 * median and wall - median > 0.05:
+            note = (f"device events saw {median:.4g} ms but a wall-clock loop {wall:.4g} ms "
+                    "per call: work escapes the timed stream; the wall-clock figure is used")
+            factor = median / wall
+            speedup *= factor
+            median = wall
+        real = not note or note.startswith("device events")
+        interval = lambda side: scaled(stats.median_interval(ratios[side]), factor)  # noqa: E731
+        t = result.timing = Timing(
+            real=real, note=note,
+            device=devices.peaks(self.device)[0] if not note else self.device,
+            candidate_ms=median, eager_ms=eager, candidate_spread=None,
+            repeats=sum(paired["calls"][s] for s in ("judge", "candidate")) * len(
+                ratios["judge"]),
+            rechecked=rechecked, speedup_vs_eager=speedup,
+            speedup_spread=(q[2] - q[0]) / speedup if speedup else None,
+            rounds=len(ratios["judge"]),
+            input_sets=len(self.options.timing_sets(self.summary.get("input_bytes", 0))))
+        if real:
+            t.speedup_vs_eager_ci = interval("judge")
+            t.noise_note = stats.noise_sentence(ratios["judge"])
+            t.noisy = bool(t.noise_note)
+            if "compile" in ratios:
+                t.compile_ms = statistics.median(times["compile"])
+                t.speedup_vs_compile = statistics.median(ratios["compile"]) * factor
+                t.speedup_vs_compile_ci = interval("compile")
+        for side, error in getattr(self, "compile_errors", {}).items():
+            under = f" under {self.policy.get('label')}" if side == "compile_policy" else ""
+            t.note = (t.note + "; " if t.note else "") + \
+                f"torch.compile{under} failed, so there is no figure beside it: {error}"
+        if real:
+            self.cached_baselines(t, eager)
+        if paired.get("cpu"):
+            cpu = paired["cpu"]
+            t.busy, t.busy_note = stats.busy_decision(
+                cpu["load1"], cpu["cores"], cpu["others_cores"], cpu["worker_cpu_s"],
+                cpu["wall_s"], cpu["preempted"])
+        self.fill_policy(t, paired, factor)
+        dtype = (self.summary.get("output_dtypes") or ["torch.float32"])[0].replace("torch.", "")
+        result.roofline = devices.roofline(self.summary.get("flops"), self.summary.get("min_bytes"),
+                                           dtype, self.device, median if t.real else None,
+                                           self.options.precision)
+
+    def fill_policy(self, timing: Timing, paired: dict, factor: float) -> None:
+        """The figures under the precision policy, beside the fp32 ones: eager and
+        torch.compile under it from the same interleaved rounds (medians of paired ratios)."""
+        if not self.policy or not timing.real:
+            return
+        timing.policy = self.policy["label"]
+        if self.policy.get("same_as_fp32"):       # tf32 on the CPU: the fp32 figures, said so
+            timing.eager_policy_ms, timing.compile_policy_ms = timing.eager_ms, timing.compile_ms
+            timing.speedup_vs_eager_policy = timing.speedup_vs_eager
+            timing.speedup_vs_compile_policy = timing.speedup_vs_compile
+            return
+        ratios, times = paired["ratios"], paired["times"]
+        if "policy" not in ratios:                # not timed on this device: the label says why
+            return
+        timing.eager_policy_ms = statistics.median(times["policy"])
+        timing.speedup_vs_eager_policy = statistics.median(ratios["policy"]) * factor
+        if "compile_policy" in ratios:
+            timing.compile_policy_ms = statistics.median(times["compile_policy"])
+            timing.speedup_vs_compile_policy = statistics.median(ratios["compile_policy"]) * factor
+
+    def cached_baselines(self, timing: Timing, eager_ms: float) -> None:
+        """The torch.compile figure of an earlier evaluation of this problem on this device,
+        kept in cache_dir()/baselines: a display with its age (compile_cached_ms,
+        compile_cached_age_s), never in a ratio, and shown only where this evaluation has no
+        figure of its own. This evaluation's figure, when it has one, replaces it."""
+        import torch
+        knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("KFORGE_")
+                       and k != "KFORGE_CACHE")
+        key = hashlib.sha256(json.dumps(["side-by-side", self.problem.source, self.device,
+                                         torch.__version__, knobs,
+                                         devices.gpu_name() if self.device == "cuda" else ""]
+                                        ).encode()).hexdigest()[:20]
+        path = cache_dir() / "baselines" / f"{key}.json"
+        if timing.compile_ms is None:
+            try:
+                entry = json.loads(path.read_text())
+                ms, at = float(entry["compile_ms"]), float(entry["measured_at"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return
+            if math.isfinite(ms) and ms > 0:
+                timing.compile_cached_ms = ms
+                timing.compile_cached_age_s = round(max(0.0, time.time() - at), 1)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        artifacts.write_json(path, {"compile_ms": timing.compile_ms, "eager_ms": eager_ms,
+                                    "measured_at": time.time()})
+
+
+def scaled(interval: tuple[float, float] | None, factor: float) -> list[float] | None:
+    return [interval[0] * factor, interval[1] * factor] if interval else None
+
+
+def profile_note(candidate: dict, reference: dict, timing: Timing) -> str:
+    """A sentence where a profiled call (its events' total, as the Profile tab shows them)
+    and the timed median differ by more than PROFILE_GAP times, on either side; else ""."""
+    if not timing.real:
+        return ""
+    said = []
+    for name, reply, timed in (("candidate", candidate, timing.candidate_ms),
+                               ("reference", reference, timing.eager_ms)):
+        events = reply.get("events") or []
+        profiled = sum(e["duration_us"] for e in events) / 1e3 if events else None
+        if not profiled or not timed:
+            continue
+        gap = max(profiled / timed, timed / profiled)
+        if gap > PROFILE_GAP:
+            said.append(f"the {name}'s profiled call took {profiled:.4g} ms where its timed "
+                        f"median is {timed:.4g} ms ({gap:.1f}x)")
+    if not said:
+        return ""
+    calls = len(candidate.get("calls_ms") or []) or 1
+    return ("; ".join(said) + f" (the median of {calls} profiled calls): the profiler's own "
+            "cost or another moment's load is in the profile; read its events against each "
+            "other, and the timing for the time")

@@ -1,0 +1,270 @@
+"""The judge's worker: it runs the user's `Model` and never candidate code. For each trial it
+draws the inputs from the trial's seed on the device, computes the reference outputs, and
+compares the candidate's outputs (and its inputs as the candidate left them) with them, on the
+device, a chunk at a time. It times the reference, block by block, interleaved with the
+candidate.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+
+import torch
+
+from ..result import Correctness
+from . import correctness, harness, policy, transfer
+from .process import available_memory
+from .worker_common import build, error_report, load_problem, profile_fresh, run_hook, start
+
+
+def reference_main(conn, job: dict) -> None:
+    start(job)
+    device = job["device"]
+    try:
+        module = load_problem(job)
+        fits, flops = size_check(module, job)
+        if fits:
+            conn.send({"problem_error": {"type": "TooLarge", "text": fits}})
+            return
+        model = build(module.Model, module, job, device)
+    except BaseException as exc:
+        conn.send({"problem_error": error_report(exc, job["problem_label"], job["problem_source"])})
+        return
+    harness.save_tensors(job["weights"], {k: v.detach().cpu() for k, v in
+                                          model.state_dict().items()})
+    conn.send({"ready": True, "has_weights": bool(model.state_dict())})
+    Judge(conn, job, module, model, device, flops).serve()
+
+
+def size_check(module, job: dict) -> tuple[str, int | None]:
+    """Before allocating: will one set of inputs, outputs and weights fit, twice (the
+    reference's and the candidate's)? Sizes (and FLOPs) come from running the problem on fake
+    tensors, which hold no memory. Returns (why it does not fit or "", FLOPs or None)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils.flop_counter import FlopCounterMode
+    device = job["device"]
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            torch.manual_seed(0)
+            model = module.Model(*harness.argument_list(module.get_init_inputs(),
+                                                        "get_init_inputs()"))
+            inputs = harness.argument_list(module.get_inputs())
+            with FlopCounterMode(display=False) as counter, torch.no_grad():
+                outputs = harness.as_tensor_list(model(*inputs))
+            params = list(model.parameters()) + list(model.buffers())
+        flops = int(counter.get_total_flops())
+    except Exception:
+        return "", None      # a model fake tensors cannot run: find out for real
+    sizes = [harness.tensor_bytes(x) for x in (inputs, outputs, params)]
+    need = 2 * sum(sizes)
+    if device == "cuda":
+        have, where = torch.cuda.mem_get_info()[1] * 0.9, f"the GPU ({torch.cuda.get_device_name()})"
+    else:
+        free = available_memory()
+        have, where = (free, "this host's memory") if free <= job["memory_bytes"] else \
+            (job["memory_bytes"], "each worker's memory limit")
+    if need <= have:
+        return "", flops
+    gib = lambda n: f"{n / 2**30:.1f} GiB"  # noqa: E731
+    return (f"this problem needs about {gib(need)} on {device} (inputs {gib(sizes[0])}, outputs "
+            f"{gib(sizes[1])}, weights {gib(sizes[2])}; the reference and the candidate each "
+            f"hold one set) but {where} offers {gib(have)}: nothing was allocated. Reduce the "
+            "sizes in get_inputs()/get_init_inputs(), or run it on a larger machine."), flops
+
+
+class Judge:
+    """The judge's command loop. It holds one trial (or the timing input sets) at a time."""
+
+    def __init__(self, conn, job, module, model, device, flops):
+        self.conn, self.job, self.module, self.model, self.device = conn, job, module, model, device
+        self.flops = flops
+        self.trial = None         # (trial, inputs, outputs) of the trial being judged
+        self.sets: list = []      # timing input sets
+        self.compiled: dict = {}  # policy -> the torch.compile'd model (prepare_compile)
+        self.report = Correctness()
+
+    def serve(self) -> None:
+        while True:
+            command, *args = self.conn.recv()
+            if command == "stop":
+                return
+            self.conn.send(getattr(self, command)(*args))
+
+    def forward(self, inputs: list) -> list:
+        with torch.no_grad():
+            outputs = harness.as_tensor_list(self.model(*inputs))
+        harness.synchronize(self.device)
+        return outputs
+
+    def prepare(self, index: int, trial: dict) -> dict:
+        """Draw a trial's inputs and compute the reference. Only the outputs and the inputs'
+        fingerprints are kept: the inputs themselves are not needed again."""
+        self.trial = None
+        try:
+            inputs = harness.trial_inputs(self.module, trial, self.device)
+            before = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None
+                      for x in inputs]
+            if index == 0:
+                summary = {"flops": self.flops if self.flops is not None else
+                           count_flops(self.model, inputs),
+                           "input_bytes": harness.tensor_bytes(inputs)}
+            outputs = self.forward(inputs)
+        except BaseException as exc:
+            if trial.get("batch"):   # the module does not allow another batch size: skip it
+                return {"skipped": f"reference rejects batch {trial['batch']}: {exc}"}
+            return {"problem_error": error_report(exc, self.job["problem_label"],
+                                                  self.job["problem_source"])}
+        self.trial = (trial, before, outputs)
+        self.report.trials = index + 1
+        reply = {"prepared": trial}
+        if index == 0:
+            reply["summary"] = {**summary, "min_bytes": min_bytes(self.model, inputs, outputs),
+                                "output_bytes": harness.tensor_bytes(outputs),
+                                "output_shapes": [list(o.shape) for o in outputs],
+                                "output_dtypes": [str(o.dtype) for o in outputs]}
+        del inputs
+        harness.release(self.device)        # the reference's temporaries: the candidate's now
+        return reply
+
+    def check(self, path: str, inputs_after: list) -> dict:
+        """The candidate's outputs of the trial, read from its file a chunk at a time where
+        they are compared (transfer.Streamed)."""
+        trial, before, outputs = self.trial
+        try:
+            with transfer.open_outputs(path, outputs_limit(outputs)) as data:
+                ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
+                                                   self.job["policy"], self.report)
+        except transfer.TooLarge as err:
+            self.report.failed_check = correctness.describe(trial)
+            return {"ok": False, "text": f"{err} ({correctness.describe(trial)})",
+                    "report": self.report.__dict__}
+        except transfer.BadOutput as err:
+            return {"bad_output": str(err)}
+        finally:
+            remove(path)
+        self.trial = outputs = None
+        harness.release(self.device)
+        return {"ok": ok, "text": text, "report": self.report.__dict__}
+
+    # -- timing, interleaved with the candidate's ---------------------------------------------
+    def prepare_timing(self, trials: list[dict]) -> dict:
+        self.sets = harness.TimingSets([harness.trial_inputs(self.module, t, self.device)
+                                        for t in trials])
+        self.forward(self.sets.sets[0])            # warm
+        return {"sets": len(self.sets.sets),
+                "policy": policy.describe(self.job["policy"], self.device)}
+
+    def time(self, calls: int, under_policy: bool = False, compiled: bool = False) -> dict:
+        """A block of timed calls of the reference; `under_policy`: as a user would run it
+        under the precision policy (a baseline only: the trials compare against fp32);
+        `compiled`: the torch.compile'd model prepare_compile made (under that policy)."""
+        under = self.job["policy"] if under_policy else "strict"
+        model = self.compiled[under] if compiled else self.model
+        with torch.no_grad(), policy.running_under(under, self.device):
+            timed = harness.time_calls(lambda x: model(*x), self.sets, calls, self.device)
+        harness.release(self.device)
+        return timed
+
+    def prepare_compile(self, under_policy: bool = False) -> dict:
+        """torch.compile the model once (under the policy, `under_policy`), for the timed
+        rounds to run beside eager and the candidate: {"compiled": True} or {"error": why}.
+        The compiled model is warmed on every timing set, so no round pays a recompile."""
+        under = self.job["policy"] if under_policy else "strict"
+        if not self.compiled:
+            torch._dynamo.reset()   # a fresh compile: dynamo's guards need not cover every switch
+        with torch.no_grad(), policy.running_under(under, self.device):
+            compiled = compile_model(self.model, self.sets.sets[0])
+            if isinstance(compiled, dict):
+                return compiled
+            try:
+                for inputs in self.sets.sets[1:]:
+                    compiled(*inputs)
+                harness.synchronize(self.device)
+            except Exception as exc:
+                return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        self.compiled[under] = compiled
+        harness.release(self.device)
+        return {"compiled": True}
+
+    def check_sample(self, call: int, path: str) -> dict:
+        """The candidate's output of timed call `call`, against the reference on its inputs."""
+        outputs = self.forward(self.sets.inputs(call))
+        try:
+            with transfer.open_outputs(path, outputs_limit(outputs)) as data:
+                ok, text = correctness.compare_outputs(outputs, data, self.job["policy"],
+                                                       Correctness())
+        except transfer.TooLarge as err:
+            return {"ok": False, "text": str(err)}
+        except transfer.BadOutput as err:
+            return {"bad_output": str(err)}
+        finally:
+            remove(path)
+        del outputs
+        harness.release(self.device)
+        return {"ok": ok, "text": text}
+
+    def profile(self, trace: str) -> dict:
+        return profile_fresh(lambda x: self.model(*x), self.sets, self.device, trace)
+
+    def measure_hook(self, source: str, label: str, trial: dict) -> dict:
+        return run_hook(source, label, self.model, self.module, trial, self.device)
+
+    def baselines(self, under: str = "strict") -> dict:
+        """Eager and torch.compile in alternating blocks (a burst of load hits both sides):
+        a display, cached per problem (and policy, `under` one). The ratio is the median of
+        the blocks' ratios."""
+        inputs = self.sets.sets[0]
+        torch._dynamo.reset()   # a fresh compile: dynamo's guards need not cover every switch
+        with torch.no_grad(), policy.running_under(under, self.device):
+            compiled = compile_model(self.model, inputs)
+            if isinstance(compiled, dict):
+                return {"eager": harness.time_callable(lambda: self.model(*inputs), self.device),
+                        "compile": compiled}
+            blocks = []
+            for k in range(6):
+                pair = [lambda: self.model(*inputs), lambda: compiled(*inputs)]
+                timed = [harness.time_callable(fn, self.device, calls=10)["median_ms"]
+                         for fn in (pair if k % 2 == 0 else pair[::-1])]
+                blocks.append(timed if k % 2 == 0 else timed[::-1])
+        eager = statistics.median(b[0] for b in blocks)
+        ratio = statistics.median(b[0] / b[1] for b in blocks if b[1] > 0)
+        return {"eager": {"median_ms": eager}, "compile": {"median_ms": eager / ratio}}
+
+
+def outputs_limit(outputs: list) -> int:
+    """The most bytes the judge reads back for outputs like these: twice theirs (a wrong
+    shape is still reported), never the terabyte a sparse file can announce."""
+    return 2 * harness.tensor_bytes(outputs) + (1 << 20)
+
+
+def remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def count_flops(model, inputs) -> int | None:
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            model(*inputs)
+        return int(counter.get_total_flops())
+    except Exception:
+        return None
+
+
+def min_bytes(model, inputs, outputs) -> int:
+    """Each input, parameter and buffer read once, each output written once."""
+    return harness.tensor_bytes(list(inputs) + list(outputs) + list(model.parameters())
+                                + list(model.buffers()))
+
+
+def compile_model(model, inputs):
+    """torch.compile'd model, run once (the compilation); or {"error": why} when it fails."""
+    try:
+        compiled = torch.compile(model)
+        compiled(*inputs)
+        return compiled
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}

@@ -1,0 +1,57 @@
+"""EvalOptions: what one judging is asked to do (trials, limits, precision, guardrails, timing,
+profiles) and the inputs its trials and timed calls draw."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..guardrails import Guardrails
+from .process import default_memory_limit
+
+
+@dataclass
+class EvalOptions:
+    trials: int = 5
+    timeout_s: float = 180.0
+    memory_bytes: int = field(default_factory=default_memory_limit)
+    precision: str = "strict"
+    guardrails: Guardrails = field(default_factory=Guardrails)
+    baselines: tuple[str, ...] = ("eager", "compile")
+    measure: bool = True            # time and profile correct candidates
+    shape_check: bool = True        # one extra trial at another batch size
+    seed: int = 0
+    out_dir: str | Path = "kforge-runs"
+    timing_budget_s: float = 1.0    # for the interleaved timing rounds, both sides together
+    timing_rounds: int = 6          # the fewest interleaved rounds (more until the interval
+    #                                 of the speedup is within ±5 %, or the time cap)
+    sandbox: bool = True            # --no-sandbox turns it off (and every verdict says so)
+    # Nsight Compute's counters of a correct candidate, where ncu can profile (nsight.py). They
+    # cost ~13 s a candidate on an H100 and only an analyst reads them, so a session asks for
+    # them, and only for a candidate at least `ncu_over` times faster than eager (its parent's
+    # speedup: the analyst reads a lineage's best)
+    ncu: bool = False
+    ncu_over: float | None = None
+    # --measure FILE.py: the hook's source (read in the parent, run only in the workers) and
+    # its file; --objective NAME[:min|max], which the session ranks by (kforge_nb/measures.py)
+    measure_hook: str = ""
+    measure_label: str = ""
+    objective: str = ""
+
+    def trial_plan(self, secret: int = 0) -> list[dict]:
+        """The trials' inputs: seeds offset by `secret`, a number drawn for each evaluation that
+        the candidate cannot predict (answers computed ahead for seeds 0..5 were served once)."""
+        distributions = ["given", "given", "scaled", "uniform"]
+        plan = [{"seed": self.seed + secret + i, "trial": i + 1,
+                 "distribution": distributions[i % 4] if i < 4 else "given"}
+                for i in range(max(1, self.trials))]
+        if self.shape_check:
+            plan.append({"seed": self.seed + secret + len(plan), "trial": len(plan) + 1,
+                         "distribution": "given", "batch": "auto"})
+        return plan
+
+    def timing_sets(self, input_bytes: int, secret: int = 0) -> list[dict]:
+        """Input sets the timed calls rotate over: three, fewer when inputs are large (each set
+        is held twice on each side: its pristine values and the refreshed copy)."""
+        count = 3 if input_bytes <= 256 << 20 else 2 if input_bytes <= 1 << 30 else 1
+        return [{"seed": self.seed + secret + 1000 + j, "distribution": "given"}
+                for j in range(count)]

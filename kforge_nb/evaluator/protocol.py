@@ -1,0 +1,376 @@
+"""The evaluation protocol, top to bottom: (problem, candidate, target) -> Result.
+
+ 1. Static checks in this process: the candidate parses; guardrails (target requirements,
+    default bans, the user's rules). No candidate code runs here, ever.
+ 2. Availability: a target that cannot run on this host gives `unavailable` (after compiling
+    the candidate where the compiler is present, so compile errors are still reported).
+ 3. Two workers: the judge (the reference; it never sees candidate code) and the candidate
+    (sandboxed: no credentials, no network, read-only outside its folder). The judge checks the
+    problem fits before allocating anything; the candidate is built meanwhile.
+ 4. Trials, one at a time: the judge draws the inputs from the trial's seed and computes the
+    reference; the candidate draws the same inputs, runs under the audit of what it dispatched
+    and launched, and streams its outputs to the judge, which compares them on the device.
+    Compute with torch ops -> `rejected` (op and line named); no kernel of its own -> `rejected`.
+ 5. Timing (correct candidates only): reference, torch.compile (compiled once by the judge)
+    and candidate timed in alternating blocks over rotating input sets, round after round until
+    the 95 % interval of the speedup is within ±5 % or a time cap (stats.py); each speedup is
+    the median of paired ratios with its interval; a timed call's output is checked again; a
+    speedup over 10x is timed twice; on the CPU, competition for it is read meanwhile (busy).
+    Under --precision tf32/bf16/fp16 the reference as run under that policy (policy.py) is a
+    side of each round too. Profiles (the median of several calls), roofline.
+ 6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
+    candidate in its worker, on inputs drawn from one seed; its failures are reported in
+    `measures`, never in the verdict.
+ 7. Anything the candidate patched is named and the verdict becomes `rejected`.
+ 8. Artifacts: candidate, result.json, logs and traces in one folder.
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+from .. import artifacts, measures
+from ..problem import NULL_BYTE, Problem, ProblemError, decode_source, null_byte_line
+from ..pyparse import parse_ast
+from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
+                      Result)
+from ..targets import Target, get_target
+from . import sandbox
+from .device_lock import cpu_work, timing_lock
+from .jobs import candidate_job, reference_job
+from .options import EvalOptions
+from .process import Worker, WorkerFailure, available_memory
+from .talk import WorkerTalk, sandbox_report
+from .timing import TimedRounds
+from .verdicts import (CandidateFailed, bad_output, failure_result, overturn, problem_message,
+                       runtime_failure, tampering, unaudited_compute)
+
+HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
+LARGE_TRIAL_BYTES = 1 << 30     # inputs and outputs of a trial beyond this: fewer trials
+
+
+def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "auto",
+             options: EvalOptions | None = None, folder: str | Path | None = None,
+             progress: Callable[[str], None] | None = None) -> Result:
+    """Judge one candidate. See the module docstring for the protocol. `candidate` is its
+    source, or a file's bytes (decoded as Python decodes a file: a file that is not text is a
+    `compile_failure` naming the first bad byte, and is kept as it was). `progress` is told
+    each step as it ends, with the seconds it took (a large problem's judging takes minutes)."""
+    options = options or EvalOptions()
+    target = get_target(target) if isinstance(target, str) else target
+    folder = (Path(folder) if folder else artifacts.new_folder(
+        options.out_dir, f"{problem.name}-{target.name}")).resolve()   # workers chdir
+    started = time.monotonic()
+    undecodable = ""
+    if isinstance(candidate, (bytes, bytearray)):
+        artifacts.write_bytes(folder / "candidate.py", bytes(candidate))   # kept as given
+        try:
+            candidate = decode_source(bytes(candidate), "candidate.py")
+        except ValueError as err:
+            undecodable = str(err)
+    else:
+        artifacts.write_text(folder / "candidate.py", candidate)
+    artifacts.write_text(folder / "reference.py", problem.source)
+    result = Result(COMPILE_FAILURE, undecodable, error={"type": "UnicodeDecodeError",
+                                                         "text": undecodable}) \
+        if undecodable else judge(problem, candidate, target, options, folder, progress)
+    result.target, result.artifacts = target.name, str(folder)
+    result.elapsed_s = round(time.monotonic() - started, 3)
+    artifacts.write_json(folder / "result.json", result.to_dict())
+    return result
+
+
+def judge(problem: Problem, candidate: str, target: Target, options: EvalOptions,
+          folder: Path, progress: Callable[[str], None] | None = None) -> Result:
+    # 1. static checks
+    if not candidate.strip():
+        return Result(REJECTED, "candidate.py is empty: there is no `class ModelNew(nn.Module)` "
+                      "to judge (rule `defines-modelnew`)", rules=["defines-modelnew"])
+    line = null_byte_line(candidate)
+    if line:
+        return Result(COMPILE_FAILURE, f"candidate.py line {line}: {NULL_BYTE}",
+                      error={"type": "SyntaxError", "text": NULL_BYTE, "line": line})
+    try:
+        tree = parse_ast(candidate, filename=str(folder / "candidate.py"))
+    except SyntaxError as err:
+        where = f" line {err.lineno}" if err.lineno else ""
+        return Result(COMPILE_FAILURE, f"candidate.py{where}: {err.msg}",
+                      error={"type": "SyntaxError", "text": err.msg, "line": err.lineno,
+                             "source_line": (err.text or "").rstrip()})
+    fired = options.guardrails.check(candidate, tree, target.required, problem.source)
+    if fired:
+        lines = [f"{rule.name}: {rule.reason} ({'; '.join(where[:3])})" for rule, where in fired]
+        return Result(REJECTED, "guardrail fired: " + " | ".join(lines),
+                      rules=[rule.name for rule, _ in fired])
+
+    # 2. availability
+    available = target.availability()
+    if not available.runs:
+        if available.compiles:
+            failed = compile_only(problem, candidate, target, options, folder)
+            if failed is not None:
+                return failed
+        return Result(UNAVAILABLE, available.reason)
+
+    # 3-6. the workers
+    return Evaluation(problem, candidate, target, options, folder, progress).run()
+
+def compile_only(problem: Problem, candidate: str, target: Target, options: EvalOptions,
+                 folder: Path) -> Result | None:
+    """Build the candidate where it cannot run: a compile error is still reported."""
+    job = candidate_job(problem, candidate, target, options, folder, "cpu", True)
+    worker = Worker("candidate_main", job, options.timeout_s, options.memory_bytes)
+    try:
+        sandbox_report(worker)
+        message = worker.recv()
+        return failure_result(message, target) if "failed" in message else None
+    except WorkerFailure as failure:
+        return runtime_failure(failure)
+    finally:
+        worker.close()
+
+
+class Evaluation(WorkerTalk, TimedRounds):
+    """One candidate against one problem: the parent's side of both workers' protocol (the
+    talking in talk.py, the timing in timing.py and figures.py)."""
+
+    def __init__(self, problem: Problem, candidate: str, target: Target, options: EvalOptions,
+                 folder: Path, progress: Callable[[str], None] | None = None):
+        self.problem, self.candidate, self.target = problem, candidate, target
+        self.options, self.folder = options, folder
+        self.progress = progress or (lambda line: None)
+        self.device = target.device()
+        self.exchange = folder / "exchange"
+        self.exchange.mkdir(mode=0o700, exist_ok=True)
+        self.in_memory = sandbox.make_memory_exchange(folder)    # where outputs fit in memory
+        self.tampered: set[str] = set()
+        self.unaudited: set[str] = set()   # torch calls seen only where no trial saw them
+        self.last_wall_ms = 0.0
+        self.sandbox: dict = {}
+        self.summary: dict = {}
+        self.policy: dict = {}       # the reference's baseline under --precision (policy.py)
+        self.skipped: list[str] = []
+        self.lines = candidate.splitlines()
+        self.secret = random.SystemRandom().randrange(1 << 20, 1 << 40)   # seeds: see trial_plan
+        self.construction: list[str] = []
+        self.phases: dict[str, float] = {}       # seconds per phase, for `resources`
+        self.clock = time.monotonic()
+
+    # -- the protocol ----------------------------------------------------------------------------
+    def run(self) -> Result:
+        job = reference_job(self.problem, self.options, self.folder, self.device)
+        # building and checking on the CPU wait for (and hold off) a timing of the CPU
+        self.working = contextlib.ExitStack()
+        self.working.enter_context(cpu_work(self.device))
+        self.judge = Worker("reference_main", job, max(self.options.timeout_s, 600.0),
+                            self.options.memory_bytes)
+        self.worker = None
+        try:
+            # The candidate is built while the reference checks its size and computes weights.
+            self.worker = Worker("candidate_main", candidate_job(
+                self.problem, self.candidate, self.target, self.options, self.folder,
+                self.device, False), self.options.timeout_s, self.options.memory_bytes)
+            try:
+                ready = self.judge.recv()
+            except WorkerFailure as failure:
+                raise ProblemError(f"{self.problem.label}: the reference itself failed: "
+                                   f"{failure}. End of its log:\n{failure.log_tail}") from None
+            if "problem_error" in ready:
+                raise ProblemError(problem_message(self.problem, ready["problem_error"]))
+            return self.finished(self.judged())
+        except WorkerFailure as failure:     # the candidate's worker died or overran
+            return self.finished(tampering(runtime_failure(failure), sorted(self.tampered)))
+        finally:
+            self.working.close()
+            for worker in (self.worker, self.judge):
+                if worker is not None:
+                    worker.close()
+            if self.in_memory is not None:
+                shutil.rmtree(self.in_memory, ignore_errors=True)
+
+    def judged(self) -> Result:
+        self.sandbox = sandbox_report(self.worker)
+        built = self.received(("built",), self.worker.recv())
+        if "failed" in built:
+            return failure_result(built, self.target)
+        made = self.ask_candidate("construct", str(self.folder / "weights.pt"))
+        if "failed" in made:
+            return failure_result(made, self.target)
+        self.construction = [n for n in made.get("construction", []) if isinstance(n, str)]
+        self.lap("start", "built and constructed")
+        result = self.trials(made["weights"])
+        self.lap("trials")
+        self.working.close()               # the shared hold ends before the timing's own
+        if result.state == CORRECT and self.options.measure:
+            with timing_lock(self.device):
+                try:
+                    self.measure(result)
+                except CandidateFailed as failed:     # e.g. out of memory while timed
+                    overturn(result, failed.result)
+                if result.state == CORRECT and self.options.measure_hook:
+                    self.run_hook(result)
+        if result.state == CORRECT and self.unaudited:
+            overturn(result, unaudited_compute(sorted(self.unaudited)))
+        return tampering(result, sorted(self.tampered))
+
+    def lap(self, phase: str, said: str = "") -> None:
+        now = time.monotonic()
+        self.phases[phase] = round(now - self.clock, 3)
+        self.progress(f"{said or phase} ({now - self.clock:.1f} s)")
+        self.clock = now
+
+    def trials(self, weights: str) -> Result:
+        launches: Counter = Counter()
+        report: dict = {}
+        plan = self.options.trial_plan(self.secret)
+        started = time.monotonic()
+        for i, trial in enumerate(plan):
+            if self.repeats_on_large_data(trial, plan[:i]):
+                continue
+            if not self.overlap(trial):
+                prepared = self.ask_judge("prepare", i, trial)
+                self.summary = self.summary or prepared.get("summary", {})
+                path = self.exchange_path(f"trial{i}.bin")
+                reply = None if "skipped" in prepared else \
+                    self.ask_candidate("trial", i, prepared["prepared"], path)
+            else:   # the reference computed while the candidate runs: both cores at work
+                path = self.exchange_path(f"trial{i}.bin")
+                self.tell_judge(("prepare", i, trial))
+                reply = self.ask_candidate("trial", i, trial, path)
+                prepared = self.judge_reply()
+            if "skipped" in prepared:
+                self.skipped.append(prepared["skipped"])
+                continue
+            refused = self.refused(reply)
+            if refused:
+                return refused
+            launches.update(reply["audit"]["launches"])
+            checked = self.ask_judge("check", path, reply["inputs_after"])
+            if "bad_output" in checked:
+                return bad_output(checked["bad_output"], f"trial {i + 1}")
+            report = checked["report"]
+            if not checked["ok"]:
+                return Result(MISMATCH, checked["text"], correctness=Correctness(**report))
+            self.progress(f"trial {i + 1} of {len(plan)} matches "
+                          f"({time.monotonic() - started:.1f} s)")
+            started = time.monotonic()
+        if not launches and "*" not in self.options.guardrails.allow:
+            return Result(REJECTED, "no kernel of the candidate's own ran during the trials (no "
+                          "Triton launch, native library call, extension or Metal kernel): the "
+                          "answer did not come from a kernel (rule `no-own-kernel`)",
+                          rules=["no-own-kernel"], correctness=Correctness(**report))
+        text = f"matches the reference on {report.get('passed_trials', 0)} trials"
+        if self.skipped:
+            text += "; " + "; ".join(self.skipped)
+        if self.options.precision != "strict":
+            text += f"; tolerances loosened for the {self.options.precision} precision policy"
+        text += f"; weights {weights}"
+        if launches:
+            text += "; kernels launched: " + ", ".join(f"{kind} x{n}" for kind, n in
+                                                      sorted(launches.items()))
+        if self.construction:
+            text += ("; its constructor computed with " + ", ".join(self.construction[:4]) +
+                     " (once, before any input existed)")
+        return Result(CORRECT, text, correctness=Correctness(**report))
+
+    def data_bytes(self) -> int:
+        return self.summary.get("input_bytes", 0) + self.summary.get("output_bytes", 0)
+
+    def exchange_path(self, name: str) -> str:
+        """Where the candidate writes outputs for the judge: memory, where they fit there
+        beside both workers' data; else the run folder's exchange/ on disk."""
+        room = available_memory() - 2 * self.data_bytes()
+        fits = bool(self.summary) and self.summary.get("output_bytes", 0) < room
+        return str((self.in_memory if self.in_memory and fits else self.exchange) / name)
+
+    def overlap(self, trial: dict) -> bool:
+        """Whether the judge may compute a trial's reference while the candidate runs it: on
+        the CPU (a GPU's memory is the candidate's during its trial), once the first trial
+        has told the sizes, where both workers' data fit in memory at once, and not for the
+        other batch size (the judge settles it first)."""
+        return (self.device == "cpu" and bool(self.summary) and not trial.get("batch") and
+                4 * self.data_bytes() < available_memory())
+
+    def repeats_on_large_data(self, trial: dict, before: list[dict]) -> bool:
+        """Where a trial's data is large, one trial per distribution is enough (a gigabyte of
+        values draws every case many times over) and each costs seconds: a trial of a
+        distribution already tried is skipped, and the verdict says so."""
+        data = self.data_bytes()
+        if data < LARGE_TRIAL_BYTES or trial.get("batch") or \
+                trial["distribution"] not in {t["distribution"] for t in before}:
+            return False
+        self.skipped.append(f"trial {trial['trial']} skipped: a {trial['distribution']} draw "
+                            f"again, on {data / 2**30:.1f} GiB of data a trial")
+        return True
+
+    def refused(self, reply: dict) -> Result | None:
+        """A failure, an output that is not a tensor, or torch computing the answer."""
+        if "failed" in reply:
+            return failure_result(reply, self.target)
+        if reply.get("odd_output"):
+            return Result(REJECTED, reply["odd_output"] + " (rule `output-not-a-tensor`)",
+                          rules=["output-not-a-tensor"])
+        compute = reply["audit"]["compute"]
+        host = [c for c in compute if c.get("host")]
+        if host:
+            where = "; ".join(f"{c['op']}() at {self.line_text(c['where'])}" for c in host[:4])
+            return Result(REJECTED, f"ModelNew.forward took tensor data out of torch: {where}; "
+                          "what is computed on it in Python or NumPy is not a kernel (rule "
+                          "`host-compute`)", rules=["host-compute"],
+                          error={"type": "host-compute", "ops": host})
+        if compute:
+            where = "; ".join(f"aten.{c['op']} at {self.line_text(c['where'])}" for c in compute[:4])
+            ops = sorted({c["op"] for c in compute})
+            return Result(REJECTED, f"ModelNew.forward computed with torch instead of its kernel: "
+                          f"{where} (rule `torch-compute-at-runtime`; allow an op deliberately "
+                          f"with --allow {ops[0]})", rules=["torch-compute-at-runtime"],
+                          error={"type": "torch-compute", "ops": compute})
+        return None
+
+    def line_text(self, where: str) -> str:
+        if where.startswith("line "):
+            n = int(where.split()[1])
+            if 0 < n <= len(self.lines):
+                return f"{where} (`{self.lines[n - 1].strip()}`)"
+        return where
+
+    def run_hook(self, result: Result) -> None:
+        """The user's measure(model, inputs) on each side, inputs drawn as a trial's are. What
+        it raises, returns wrongly or a worker that dies meanwhile is reported in
+        `result.measures`, never in the verdict (the candidate's tampering still counts)."""
+        trial = {"seed": self.options.seed + HOOK_SEED, "distribution": "given"}
+        command = ("measure_hook", self.options.measure_hook, self.options.measure_label, trial)
+        answers = {}
+        for side, worker in (("reference", self.judge), ("candidate", self.worker)):
+            worker.extend(self.options.timeout_s)
+            try:
+                worker.send(command)
+                answer = worker.recv()
+                if worker is self.worker:
+                    answer = self.received(command, answer)
+                failed = answer.get("failed")    # an error outside the hook's own code
+                answers[side] = answer if not failed else \
+                    {"errors": [f"{failed['type']}: {failed['text'][:300]}"]}
+            except (WorkerFailure, OSError) as failure:
+                answers[side] = {"errors": [f"its worker stopped while measuring: {failure}"]}
+        result.measures = measures.combine(self.options.measure_label, answers["reference"],
+                                           answers["candidate"])
+        self.lap("measure hook")
+
+    def finished(self, result: Result) -> Result:
+        """What every verdict carries: where the candidate ran, and the memory it took."""
+        result.sandbox = self.sandbox or {"enabled": self.options.sandbox}
+        if not self.options.sandbox:
+            result.message += " | " + sandbox.summary(result.sandbox)
+        gib = lambda n: round(n / 2**30, 3)  # noqa: E731
+        result.resources = {"reference_peak_gib": gib(self.judge.peak_rss),
+                            "candidate_peak_gib": gib(self.worker.peak_rss if self.worker else 0),
+                            "input_gib": gib(self.summary.get("input_bytes", 0)),
+                            "min_gib_moved": gib(self.summary.get("min_bytes") or 0),
+                            "seconds": self.phases}
+        return result

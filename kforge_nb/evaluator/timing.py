@@ -1,0 +1,249 @@
+"""Timing a correct candidate (step 5): the sides of a round, calls per block calibrated to the
+budget, the rounds interleaved in ABBA order until the speedup's interval is narrow, the kept
+timed calls checked again, the clocks cross-checked, the roofline's physics limit, then the
+profiles and Nsight Compute's counters."""
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+
+from ..result import MISMATCH, REJECTED, Result
+from . import clocks, nsight, stats, transfer
+from .figures import TimingFigures, profile_note
+from .process import WorkerFailure, descendants
+from .verdicts import CandidateFailed, bad_output, failure_result, overturn
+
+SUSPICIOUS_SPEEDUP = 10.0
+# a time this many times below the roofline's speed of light is not a measurement (the CPU's
+# ceilings are probes and honest kernels have reached 1.8x them; a forged clock reaches 100x)
+PHYSICS_LIMIT = 4.0
+NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
+NSIGHT_TIMEOUT_S = 150.0
+# the interleaved rounds go on until the interval is narrow, for at most this many times the
+# timing budget, and never more than TIMING_CAP_S (the fewest rounds always run)
+TIMING_CAP_FACTOR = 4.0
+TIMING_CAP_S = 120.0
+SLOW_CALL_MS = 100.0            # calls this slow are timed one a block
+
+
+class TimedRounds(TimingFigures):
+    """Mixed into Evaluation: talks to the workers through `ask_judge`, `ask_candidate`,
+    `received` and `refused`, and keeps its phases with `lap`."""
+
+    def measure(self, result: Result) -> None:
+        note = self.target.timing_note()
+        sets = self.options.timing_sets(self.summary.get("input_bytes", 0), self.secret)
+        self.policy = self.ask_judge("prepare_timing", sets).get("policy") or {}
+        ready = self.ask_candidate("prepare_timing", sets)
+        if "failed" in ready:
+            return overturn(result, failure_result(ready, self.target))
+        rounds = 1 if note else max(stats.MIN_ROUNDS, self.options.timing_rounds)
+        sides = self.timing_sides(note)
+        calls = {side: 2 for side in sides} if note else self.calibrate(rounds, sides)
+        paired = self.interleave(rounds, calls, adaptive=not note)
+        speedup = statistics.median(paired["ratios"]["judge"])
+        rechecked = False
+        if not note and speedup > SUSPICIOUS_SPEEDUP:
+            again = self.interleave(rounds, calls)     # too good to believe once
+            rechecked = True
+            if statistics.median(again["ratios"]["judge"]) < speedup:
+                paired, speedup = again, statistics.median(again["ratios"]["judge"])
+        if self.check_timed_calls(result, paired["kept"]):
+            return
+        self.fill_timing(result, paired, speedup, rechecked, note)
+        self.lap("timing")
+        beyond = result.roofline.fraction_of_sol if result.timing.real else None
+        if beyond and beyond > PHYSICS_LIMIT:
+            return overturn(result, Result(
+                REJECTED, f"faster than the hardware allows: {result.timing.candidate_ms:.4g} ms "
+                f"a call is {beyond:.0f}x the speed of light of {result.roofline.device} "
+                f"({result.roofline.speed_of_light_ms:.4g} ms for its "
+                f"{result.roofline.bound}-bound minimum; rule `faster-than-hardware`)",
+                rules=["faster-than-hardware"]))
+        self.profile(result)
+        self.lap("profile")
+        self.read_counters(result)
+
+    def timing_sides(self, note: str) -> tuple[str, ...]:
+        """The blocks of a round: eager ("judge") and the candidate; under tf32/bf16/fp16 the
+        reference as run under that policy ("policy"); where the baselines ask for it,
+        torch.compile'd once by the judge ("compile", and "compile_policy" under the policy).
+        A compile that fails is a note (self.compile_errors), never a figure."""
+        self.compile_errors: dict[str, str] = {}
+        with_policy = bool(self.policy.get("timed")) and not note
+        sides = ["policy"] if with_policy else []
+        if "compile" in self.options.baselines and not note:
+            for side, under in (("compile_policy", True), ("compile", False)):
+                if side == "compile_policy" and not with_policy:
+                    continue
+                reply = self.ask_judge("prepare_compile", under)
+                if reply.get("compiled"):
+                    sides.append(side)
+                else:
+                    self.compile_errors[side] = str(reply.get("error") or "it failed")
+            self.lap("torch.compile")
+        return tuple(sides) + ("judge", "candidate")
+
+    def ask_side(self, side: str, calls: int, keep: list[int] = (), hold: bool = True) -> dict:
+        """One timed block of `side` (see timing_sides)."""
+        if side == "candidate":
+            return self.ask_candidate("time", calls, list(keep), hold)
+        return self.ask_judge("time", calls, side in ("policy", "compile_policy"),
+                              side.startswith("compile"))
+
+    def calibrate(self, rounds: int, sides: tuple[str, ...]) -> dict[str, int]:
+        """Calls per block on each side, so that the fewest rounds together take about the
+        budget."""
+        per_block = self.options.timing_budget_s / (len(sides) * rounds)
+        counts = {}
+        for side in sides:
+            reply = self.ask_side(side, 2)
+            if "failed" in reply:
+                raise CandidateFailed(failure_result(reply, self.target))
+            samples = reply["samples"]
+            # 50 calls a block at most: the rounds give hundreds of samples a side already;
+            # 3 at least, but 1 for calls of a large problem (a 2 GiB ReLU: ~0.5 s a call)
+            fewest = 1 if min(samples) > SLOW_CALL_MS else 3
+            counts[side] = int(min(50, max(fewest, per_block / max(min(samples), 1e-6) * 1e3)))
+        return counts
+
+    def timing_cap_s(self) -> float:
+        """How long the rounds may go on looking for a narrow interval (the fewest rounds
+        always run)."""
+        return min(TIMING_CAP_FACTOR * self.options.timing_budget_s, TIMING_CAP_S)
+
+    def interleave(self, rounds: int, calls: dict[str, int], adaptive: bool = True) -> dict:
+        """The sides in alternating blocks (ABBA order cancels drift: the order of a round is
+        reversed in the next, so each side's mean position over two rounds is the same).
+        `rounds` is the fewest; with `adaptive`, rounds are added until the interval of the
+        speedup over eager is within ±5 % or the time cap is reached (stats.enough_rounds).
+        Each round gives one ratio a side: that side's median over the candidate's. The
+        candidate keeps the outputs of timed calls picked at random (all of them when there
+        are few), so an answer that is right only on some calls cannot count on which. The
+        CPU time of the machine, ours and the worker's is read around it all (busy)."""
+        sides = tuple(calls)
+        times = {side: [] for side in sides}
+        ratios = {side: [] for side in sides if side != "candidate"}
+        walls, clocked, kept = [], [], []
+        # every output of a block held until it ends, where they fit (harness.time_calls)
+        hold = calls["candidate"] * self.summary.get("output_bytes", 0) <= 1 << 30
+        chooser = random.SystemRandom()
+        checked_round = chooser.randrange(rounds)
+        watch = self.cpu_watch()
+        began = time.monotonic()
+        stop = ""
+        k = 0
+        while True:
+            order = sides if k % 2 == 0 else sides[::-1]
+            block = {}
+            for side in order:
+                if side == "candidate":
+                    few = calls[side] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
+                    keep = [] if k != checked_round else list(range(calls[side])) if few \
+                        else [chooser.randrange(calls[side])]
+                    block[side] = self.ask_side(side, calls[side], keep, hold)
+                    if "failed" in block[side]:
+                        raise CandidateFailed(failure_result(block[side], self.target))
+                    candidate_wall = self.last_wall_ms
+                    continue
+                started = time.monotonic()
+                block[side] = self.ask_side(side, calls[side])
+                if side == "judge":
+                    judge_wall = (time.monotonic() - started) * 1e3
+            medians = {side: statistics.median(block[side]["samples"]) for side in sides}
+            c = medians["candidate"]
+            for side in sides:
+                times[side].append(medians[side])
+                if side != "candidate":
+                    ratios[side].append(medians[side] / c if c > 0 else float("inf"))
+            if block["candidate"].get("wall_ms"):
+                walls.append(block["candidate"]["wall_ms"])
+            if k == checked_round:
+                kept = block["candidate"]["kept"]
+            clocked.append((clocks.Block(block["judge"]["samples"], judge_wall),
+                            clocks.Block(block["candidate"]["samples"], candidate_wall)))
+            k += 1
+            if not adaptive:
+                if k >= rounds:
+                    break
+                continue
+            done, stop = stats.enough_rounds(ratios["judge"], time.monotonic() - began,
+                                             self.timing_cap_s(), min_rounds=rounds)
+            if done:
+                break
+        lie = clocks.disagreement(clocked, passes=2 if self.device == "cuda" else 1)
+        if lie:
+            raise CandidateFailed(Result(REJECTED, f"{lie} (rule `clock-disagrees`)",
+                                         rules=["clock-disagrees"]))
+        return {"times": times, "ratios": ratios, "walls": walls, "stop": stop,
+                "calls": calls, "kept": kept, "cpu": watch.stop() if watch else None}
+
+    def cpu_watch(self) -> clocks.CpuWatch | None:
+        """On the CPU: who else had it while timing (stats.busy_decision)."""
+        if self.device != "cpu":
+            return None
+        worker = descendants(self.worker.pid)
+        ours = [os.getpid(), *descendants(self.judge.pid), *worker]
+        return clocks.CpuWatch(ours, worker).start()
+
+    def check_timed_calls(self, result: Result, calls: list[int]) -> bool:
+        """The kept timed calls' outputs must be right too (a memo or a skipped computation
+        serves a stale answer once nobody seems to be checking)."""
+        for call in calls:
+            path = self.exchange_path(f"call{call}.bin")
+            reply = self.ask_candidate("kept_output", call, path)
+            refused = self.refused(reply)
+            if refused is not None:
+                break
+            checked = self.ask_judge("check_sample", call, path)
+            if "bad_output" in checked:
+                refused = bad_output(checked["bad_output"], f"timed call {call + 1}")
+                break
+            if not checked["ok"]:
+                refused = Result(MISMATCH, f"the output of timed call {call + 1} differs from "
+                                 f"the reference on that call's inputs: {checked['text']}")
+                break
+        else:
+            return False
+        overturn(result, refused)
+        return True
+
+    def profile(self, result: Result) -> None:
+        """Several calls profiled on each side, the median one's events shown; where the
+        profiled call and the timed median differ by more than 2x, a sentence says so."""
+        trace, ref_trace = self.folder / "trace.json", self.folder / "reference_trace.json"
+        written = self.exchange / "trace.json"      # where the candidate's worker may write
+        reply = self.ask_candidate("profile", str(written))
+        if "failed" in reply:
+            raise CandidateFailed(failure_result(reply, self.target))
+        transfer.copy_out(str(written), str(trace))
+        reference = self.ask_judge("profile", str(ref_trace))
+        result.profile = {"candidate_events": reply["events"],
+                          "reference_events": reference["events"],
+                          "trace": str(trace), "reference_trace": str(ref_trace),
+                          "profiled_calls": len(reply.get("calls_ms") or []) or 1}
+        note = profile_note(reply, reference, result.timing)
+        if note:
+            result.profile["note"] = note
+
+    def read_counters(self, result: Result) -> None:
+        """Nsight Compute's counters for one forward, where ncu can read them and the options
+        ask (never a verdict: a failure is a note in the profile)."""
+        prefix = nsight.command(self.target.name) if self.options.ncu else None
+        over, speedup = self.options.ncu_over, result.timing.speedup_vs_eager
+        if not prefix or not self.device.startswith("cuda") or (
+                over is not None and (speedup is None or speedup < over)):
+            return
+        trial = {"seed": self.options.seed + NSIGHT_SEED, "distribution": "given"}
+        self.worker.extend(NSIGHT_TIMEOUT_S + 30)
+        try:
+            command = ("nsight", prefix, str(self.folder / "weights.pt"), trial,
+                       NSIGHT_TIMEOUT_S)
+            self.worker.send(command)
+            reply = self.received(command, self.worker.recv())
+        except (WorkerFailure, OSError) as failure:     # the verdict stands without them
+            reply = {"ncu_error": f"the candidate's worker stopped while ncu ran: {failure}"}
+        result.profile.update({k: reply[k] for k in ("ncu_csv", "ncu_error") if k in reply})
+        self.lap("nsight")
