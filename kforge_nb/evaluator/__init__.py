@@ -4,7 +4,7 @@
 The package, by role (the protocol itself, top to bottom, is protocol.py's docstring):
 
 In the parent process (decides every verdict)
-  protocol.py     evaluate() and judge(): static checks, availability, then `Evaluation`, which
+  protocol.py     evaluate() and verdict_of(): static checks, availability, then `Evaluation`, which
                   drives both workers through the trials and decides the verdict
   options.py      EvalOptions: what a judging is asked to do; the trials' and timed calls' seeds
   jobs.py         the jobs both workers start with (the candidate's carries its sandbox plan)
@@ -45,6 +45,6 @@ from ..problem import ProblemError
 from ..result import Result
 from .figures import profile_note
 from .options import EvalOptions
-from .protocol import Evaluation, evaluate, judge
+from .protocol import Evaluation, evaluate, verdict_of
 
 __all__ = ["evaluate", "EvalOptions", "Guardrails", "ProblemError"]

@@ -78,14 +78,14 @@ def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "a
     artifacts.write_text(folder / "reference.py", problem.source)
     result = Result(COMPILE_FAILURE, undecodable, error={"type": "UnicodeDecodeError",
                                                          "text": undecodable}) \
-        if undecodable else judge(problem, candidate, target, options, folder, progress)
+        if undecodable else verdict_of(problem, candidate, target, options, folder, progress)
     result.target, result.artifacts = target.name, str(folder)
     result.elapsed_s = round(time.monotonic() - started, 3)
     artifacts.write_json(folder / "result.json", result.to_dict())
     return result
 
 
-def judge(problem: Problem, candidate: str, target: Target, options: EvalOptions,
+def verdict_of(problem: Problem, candidate: str, target: Target, options: EvalOptions,
           folder: Path, progress: Callable[[str], None] | None = None) -> Result:
     # 1. static checks
     if not candidate.strip():
@@ -209,7 +209,7 @@ class Evaluation(WorkerTalk, TimedRounds):
         if result.state == CORRECT and self.options.measure:
             with timing_lock(self.device):
                 try:
-                    self.measure(result)
+                    self.time_and_profile(result)
                 except CandidateFailed as failed:     # e.g. out of memory while timed
                     overturn(result, failed.result)
                 if result.state == CORRECT and self.options.measure_hook:
@@ -366,7 +366,7 @@ class Evaluation(WorkerTalk, TimedRounds):
         """What every verdict carries: where the candidate ran, and the memory it took."""
         result.sandbox = self.sandbox or {"enabled": self.options.sandbox}
         if not self.options.sandbox:
-            result.message += " | " + sandbox.summary(result.sandbox)
+            result.message += " | " + sandbox.one_line(result.sandbox)
         gib = lambda n: round(n / 2**30, 3)  # noqa: E731
         result.resources = {"reference_peak_gib": gib(self.judge.peak_rss),
                             "candidate_peak_gib": gib(self.worker.peak_rss if self.worker else 0),

@@ -165,7 +165,7 @@ def plan(folder: Path, enabled: bool, source: str = "", memory_bytes: int | None
             "tmp_bytes": tmp_bytes}
 
 
-def summary(report: dict) -> str:
+def one_line(report: dict) -> str:
     """One line for a verdict's message."""
     if not report.get("enabled"):
         return "SANDBOX OFF: the candidate ran with your environment, network and files"

@@ -32,7 +32,7 @@ class TimedRounds(TimingFigures):
     """Mixed into Evaluation: talks to the workers through `ask_judge`, `ask_candidate`,
     `received` and `refused`, and keeps its phases with `lap`."""
 
-    def measure(self, result: Result) -> None:
+    def time_and_profile(self, result: Result) -> None:
         note = self.target.timing_note()
         sets = self.options.timing_sets(self.summary.get("input_bytes", 0), self.secret)
         self.policy = self.ask_judge("prepare_timing", sets).get("policy") or {}

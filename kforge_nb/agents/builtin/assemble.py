@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import candidate as cand
-from .capture import Captured, Plan
+from .capture import Captured, Schedule
 from .capture.ir import Node
 from .kernel import KernelPlan, kernel_name, kernel_name_from, launcher_name
 
@@ -29,7 +29,7 @@ class Built:
     runs: tuple | None = None         # what runs at the captured sizes, where the text says more
 
 
-def kept_summary(plan: Plan, vendor_matmul: bool) -> tuple[list[str], list[str]]:
+def kept_summary(plan: Schedule, vendor_matmul: bool) -> tuple[list[str], list[str]]:
     """(allow tokens for the guardrails, human labels) of the torch ops left in forward."""
     allow, labels = [], []
     for kind, item in plan.steps:
@@ -43,7 +43,7 @@ def kept_summary(plan: Plan, vendor_matmul: bool) -> tuple[list[str], list[str]]
     return sorted(set(allow)), labels
 
 
-def lowered_ops(plan: Plan) -> list[str]:
+def lowered_ops(plan: Schedule) -> list[str]:
     ops = []
     for g in plan.groups:
         for m in g.members:
@@ -53,7 +53,7 @@ def lowered_ops(plan: Plan) -> list[str]:
     return ops
 
 
-def ready_at(plan: Plan, node: Node, group) -> bool:
+def ready_at(plan: Schedule, node: Node, group) -> bool:
     """Whether everything `group` reads exists when `node`'s step runs (to fuse them)."""
     at = next(i for i, (k, x) in enumerate(plan.steps) if x is node)
     end = next(i for i, (k, x) in enumerate(plan.steps) if k == "group" and x is group)
@@ -72,7 +72,7 @@ class Assembly:
     nothing_left = ""           # why there is no candidate when no kernel is left to write
     title_line = 0              # the line of a kernel's text that names it
 
-    def __init__(self, title: str, source: str, cap: Captured, plan: Plan, options):
+    def __init__(self, title: str, source: str, cap: Captured, plan: Schedule, options):
         self.title, self.source, self.cap, self.plan, self.o = title, source, cap, plan, options
         self.kernels: list[str] = []
         self.launchers: list[str] = []

@@ -9,7 +9,7 @@ import ast
 import json
 
 from .capture.ir import Node
-from .capture.partition import Group, Plan
+from .capture.partition import Group, Schedule
 from ...pyparse import parse_ast
 
 HEADER_MARK = "# kforge-builtin:"
@@ -69,7 +69,7 @@ def vendor_matmul(node: Node) -> list[str]:
     return [f"{node.name} = {call}  # kept in torch: the vendor GEMM (cuBLAS, oneDNN)"]
 
 
-def forward_lines(plan: Plan, launches: dict, matmul) -> list[str]:
+def forward_lines(plan: Schedule, launches: dict, matmul) -> list[str]:
     """Body of ModelNew.forward: Python steps, kernel launches and the return.
 
     `launches[group index]` is (launcher name, argument nodes, output nodes); `matmul(node)`

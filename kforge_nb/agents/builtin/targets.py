@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .assemble import Assembly, Built
-from .capture import Captured, Plan
+from .capture import Captured, Schedule
 from .cpp import knobs as cpp_knobs
 from .cpp.assemble import CppAssembly
 from .triton import knobs as triton_knobs
@@ -22,7 +22,7 @@ class Target:
     sweep_singles: Callable[[object], list[dict]]   # each knob on its own, around options
     assembly: type[Assembly]
 
-    def write(self, title: str, source: str, captured: Captured, plan: Plan, options) -> Built:
+    def write(self, title: str, source: str, captured: Captured, plan: Schedule, options) -> Built:
         return self.assembly(title, source, captured, plan, options).build()
 
 

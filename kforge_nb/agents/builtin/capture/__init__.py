@@ -3,6 +3,6 @@ the agent's graph (ir.py) and partitioned into fused groups (partition.py); what
 handles stays a torch call."""
 from .errors import CaptureError
 from .fx import Captured, capture
-from .partition import PartitionError, Plan, partition
+from .partition import PartitionError, Schedule, partition
 
-__all__ = ["CaptureError", "Captured", "capture", "PartitionError", "Plan", "partition"]
+__all__ = ["CaptureError", "Captured", "capture", "PartitionError", "Schedule", "partition"]

@@ -346,14 +346,14 @@ def name_regions(regions: list[Region]) -> None:
 
 
 @dataclass
-class Plan:
+class Schedule:
     """The forward pass as Python steps and kernel launches, in order."""
     steps: list[tuple[str, object]]            # ("host", Node) | ("matmul", Node) | ("group", Group)
     groups: list[Group]
     graph: Graph
 
 
-def partition(graph: Graph) -> Plan:
+def partition(graph: Graph) -> Schedule:
     """Partition; a free value that is also needed outside its group is re-done as its own."""
     no_free: set = set()
     while True:
@@ -364,7 +364,7 @@ def partition(graph: Graph) -> Plan:
         no_free |= escaped
 
 
-def partition_once(graph: Graph, no_free: set) -> Plan:
+def partition_once(graph: Graph, no_free: set) -> Schedule:
     steps: list[tuple[str, object]] = []
     groups: list[Group] = []
     open_group: Group | None = None
@@ -397,4 +397,4 @@ def partition_once(graph: Graph, no_free: set) -> Plan:
         inside = group.member_set
         group.outputs = [m for m in group.members
                          if m in graph.outputs or any(u not in inside for u in m.users)]
-    return Plan(steps, groups, graph)
+    return Schedule(steps, groups, graph)

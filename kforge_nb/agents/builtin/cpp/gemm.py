@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..candidate import output_shape
 from ..capture.ir import Node, transposed_source
-from ..capture.partition import Group, Plan
+from ..capture.partition import Group, Schedule
 from ..kernel import KernelPlan
 from .kernels import CppKernel
 from .knobs import CppOptions
@@ -34,7 +34,7 @@ def layout(node: Node) -> tuple[str, Node, Node, bool]:
     return "nn", a, b, batched
 
 
-def epilogue_for(plan: Plan, node: Node) -> Group | None:
+def epilogue_for(plan: Schedule, node: Node) -> Group | None:
     """The pointwise group right after the product that can run in the product's store loop."""
     if len(node.shape) < 2 or (node.fn in ("bmm", "matmul") and len(node.shape) > 2 and
                                layout(node)[3]):

@@ -17,7 +17,7 @@ interpreter the launcher passes the options' tiles instead.
 from __future__ import annotations
 
 from ..capture.ir import Node, transposed_source
-from ..capture.partition import Group, Plan
+from ..capture.partition import Group, Schedule
 from ..elementwise import Formulas
 from ..kernel import KernelPlan
 from .group import distinct
@@ -51,7 +51,7 @@ def operands(node: Node) -> tuple[Node, Node, str, bool] | None:
     return (a, source, "nt", batched) if source is not None else (a, b, "nn", batched)
 
 
-def epilogue_for(plan: Plan, matmul: Node) -> Group | None:
+def epilogue_for(plan: Schedule, matmul: Node) -> Group | None:
     """The pointwise group right after a 2-D product, if it only reads the product's tile."""
     found = operands(matmul)
     if found is None or found[3] or matmul in plan.graph.outputs:
