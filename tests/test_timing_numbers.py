@@ -36,7 +36,7 @@ class Scripted(Evaluation):
     def cpu_watch(self):
         return None
 
-    def timing_cap_s(self):
+    def timing_cap_s(self, watch=None):
         return 1e9            # the rule's round cap, not this machine's clock, ends a script
 
 
@@ -121,3 +121,25 @@ def test_a_profile_far_from_the_timed_median_is_said():
     assert "reference" not in note.split("(the median")[0]
     assert profile_note({"events": [{"name": "k", "duration_us": 300.0}]}, near, timing) == ""
     assert profile_note(far, near, Timing(real=False, candidate_ms=0.2)) == ""
+
+
+class Seen:
+    """A CPU watch whose reading is scripted."""
+
+    def __init__(self, **reading):
+        self.seen = {"wall_s": 2.0, "others_cores": 0.0, "worker_cpu_s": 2.0, "preempted": 0,
+                     "load1": 0.5, "cores": 2, **reading}
+
+    def reading(self):
+        return dict(self.seen)
+
+
+def test_the_rounds_may_go_on_longer_while_the_cpu_is_contested(tmp_path):
+    """Beside busy loops a round's ratio swings with the scheduler: the cap grows 4x (never
+    past the absolute cap), and only while the watch says busy."""
+    evaluation = Scripted({"judge": [1.0], "candidate": [1.0]}, tmp_path, timing_budget_s=1.0)
+    cap = Evaluation.timing_cap_s
+    assert cap(evaluation) == cap(evaluation, Seen()) == 4.0
+    assert cap(evaluation, Seen(others_cores=1.8, load1=4.0)) == 16.0
+    long = Scripted({"judge": [1.0], "candidate": [1.0]}, tmp_path, timing_budget_s=20.0)
+    assert cap(long, Seen(others_cores=1.8)) == 120.0

@@ -138,8 +138,9 @@ class CpuWatch:
         self.switches = preemptions(self.worker)
         return self
 
-    def stop(self) -> dict:
-        """{"wall_s", "others_cores", "worker_cpu_s", "preempted", "load1", "cores"}."""
+    def reading(self) -> dict:
+        """What it has seen since start (it may be read again later):
+        {"wall_s", "others_cores", "worker_cpu_s", "preempted", "load1", "cores"}."""
         wall = time.monotonic() - self.began
         machine = machine_cpu_s()
         own = process_cpu_s(self.ours) - self.own

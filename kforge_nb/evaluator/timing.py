@@ -24,6 +24,7 @@ NSIGHT_TIMEOUT_S = 150.0
 # the interleaved rounds go on until the interval is narrow, for at most this many times the
 # timing budget, and never more than TIMING_CAP_S (the fewest rounds always run)
 TIMING_CAP_FACTOR = 4.0
+BUSY_CAP_FACTOR = 4.0    # ... and this many times longer again while the CPU is contested
 TIMING_CAP_S = 120.0
 SLOW_CALL_MS = 100.0            # calls this slow are timed one a block
 
@@ -109,10 +110,15 @@ class TimedRounds(TimingFigures):
             counts[side] = int(min(50, max(fewest, per_block / max(min(samples), 1e-6) * 1e3)))
         return counts
 
-    def timing_cap_s(self) -> float:
+    def timing_cap_s(self, watch: clocks.CpuWatch | None = None) -> float:
         """How long the rounds may go on looking for a narrow interval (the fewest rounds
-        always run)."""
-        return min(TIMING_CAP_FACTOR * self.options.timing_budget_s, TIMING_CAP_S)
+        always run); four times longer where the CPU has been contested so far (`watch`):
+        beside two busy loops a round's ratio swings with the scheduler's slices, and only
+        more rounds narrow the median (docs/noise-2026-11-26.md)."""
+        cap = TIMING_CAP_FACTOR * self.options.timing_budget_s
+        if watch is not None and busy_so_far(watch):
+            cap *= BUSY_CAP_FACTOR
+        return min(cap, TIMING_CAP_S)
 
     def interleave(self, rounds: int, calls: dict[str, int], adaptive: bool = True) -> dict:
         """The sides in alternating blocks (ABBA order cancels drift: the order of a round is
@@ -170,7 +176,7 @@ class TimedRounds(TimingFigures):
                     break
                 continue
             done, stop = stats.enough_rounds(ratios["judge"], time.monotonic() - began,
-                                             self.timing_cap_s(), min_rounds=rounds)
+                                             self.timing_cap_s(watch), min_rounds=rounds)
             if done:
                 break
         lie = clocks.disagreement(clocked, passes=2 if self.device == "cuda" else 1)
@@ -178,7 +184,7 @@ class TimedRounds(TimingFigures):
             raise CandidateFailed(Result(REJECTED, f"{lie} (rule `clock-disagrees`)",
                                          rules=["clock-disagrees"]))
         return {"times": times, "ratios": ratios, "walls": walls, "stop": stop,
-                "calls": calls, "kept": kept, "cpu": watch.stop() if watch else None}
+                "calls": calls, "kept": kept, "cpu": watch.reading() if watch else None}
 
     def cpu_watch(self) -> clocks.CpuWatch | None:
         """On the CPU: who else had it while timing (stats.busy_decision)."""
@@ -247,3 +253,10 @@ class TimedRounds(TimingFigures):
             reply = {"ncu_error": f"the candidate's worker stopped while ncu ran: {failure}"}
         result.profile.update({k: reply[k] for k in ("ncu_csv", "ncu_error") if k in reply})
         self.lap("nsight")
+
+
+def busy_so_far(watch: clocks.CpuWatch) -> bool:
+    """The busy verdict on what the watch has seen until now."""
+    seen = watch.reading()
+    return stats.busy_decision(seen["load1"], seen["cores"], seen["others_cores"],
+                               seen["worker_cpu_s"], seen["wall_s"], seen["preempted"])[0]
