@@ -143,3 +143,31 @@ def test_the_rounds_may_go_on_longer_while_the_cpu_is_contested(tmp_path):
     assert cap(evaluation, Seen(others_cores=1.8, load1=4.0)) == 16.0
     long = Scripted({"judge": [1.0], "candidate": [1.0]}, tmp_path, timing_budget_s=20.0)
     assert cap(long, Seen(others_cores=1.8)) == 120.0
+
+
+def test_a_judging_on_a_contested_cpu_has_an_interval_of_at_least_25_percent(tmp_path):
+    """Narrow rounds under load are not repeatable: the busy verdict widens the intervals,
+    and says so; an idle one keeps its own."""
+    script = {"compile": [1.5], "judge": [2.0, 2.02, 1.98], "candidate": [1.0]}
+    for seen, busy in ((Seen(), False), (Seen(others_cores=1.8, load1=4.0), True)):
+        run = Scripted(script, tmp_path, baselines=("eager", "compile"))
+        paired = run.interleave(6, {side: 3 for side in script}, adaptive=False)
+        paired["cpu"] = seen.reading()
+        result = Result(CORRECT, "ok")
+        run.fill_timing(result, paired, stats.median(paired["ratios"]["judge"]), False, "")
+        t = result.timing
+        assert t.busy is busy
+        low, high = t.speedup_vs_eager_ci
+        clow, chigh = t.speedup_vs_compile_ci
+        if busy:
+            assert low <= 0.75 * t.speedup_vs_eager and high >= 1.25 * t.speedup_vs_eager
+            assert clow <= 0.75 * t.speedup_vs_compile and chigh >= 1.25 * t.speedup_vs_compile
+            assert "at least ±25%" in t.busy_note
+        else:
+            assert high / low < 1.1
+
+
+def test_at_least_widens_only_what_is_narrower():
+    assert stats.at_least([0.9, 1.1], 1.0, 0.25) == [0.75, 1.25]
+    assert stats.at_least([0.5, 1.6], 1.0, 0.25) == [0.5, 1.6]
+    assert stats.at_least(None, 1.0) is None and stats.at_least([1, 2], None) == [1, 2]
