@@ -161,4 +161,4 @@ def busy_decision(load1: float | None, cores: int, others_cores: float | None,
         seen.append(f"its worker had the CPU {worker_cpu_s / wall_s:.0%} of the wall time")
     return True, ("the machine was busy while timing (" + "; ".join(seen) + "): the figures "
                   f"carry that load, and their intervals are at least ±{BUSY_FLOOR:.0%} (a "
-                  "judging under load repeats only to about that)")
+                  "judging on a contested CPU repeats only to about that)")
