@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import candidate as cand
+from . import templates
 from .capture import Captured, Schedule
 from .capture.ir import Node
 from .kernel import KernelPlan, kernel_name, kernel_name_from, launcher_name
@@ -86,7 +87,12 @@ class Assembly:
         matmuls = [item for kind, item in plan.steps if kind == "matmul"]
         own = self.own_products(matmuls)
         allow, labels = self.kept(matmuls, own)
-        if not plan.groups and not own:
+        written = self.own_templates()
+        for node in (item for kind, item in plan.steps if kind == "template"):
+            if node not in written:
+                allow = sorted(set(allow) | set(node.attrs["allow"].split(",")))
+                labels.append(node.attrs["label"] or node.fn)
+        if not plan.groups and not own and not written:
             return Built(None, allow, failure="builtin agent cannot lower: " +
                          (", ".join(labels) or "nothing") + f" ({self.nothing_left})")
         fused = set()
@@ -102,18 +108,21 @@ class Assembly:
                                                           if m.op != "host")) if group else "")
             self.add_product(node, kernel_name_from(self.product_base(base), self.taken),
                              epilogue)
+        for node, done in written.items():
+            self.add_template(node, done)
         for group in plan.groups:
             if group.index not in fused:
                 self.add_group(group)
         code = self.candidate(labels)
-        ops = lowered_ops(plan) + [n.fn for n in own]
+        ops = lowered_ops(plan) + [n.fn for n in own] + \
+            [n.attrs["label"] or n.fn for n in written]
         coverage = [f"lowered to {self.lowered_to}: {', '.join(dict.fromkeys(ops))} in "
                     f"{len(self.kernels)} kernel(s)"]
         if labels:
             coverage.append(f"left to torch: {', '.join(labels)}")
         coverage += self.cap.notes
         return Built(code, allow, coverage, [k.split("\n")[self.title_line] for k in self.kernels],
-                     runs=self.runs(own))
+                     runs=self.runs(own + list(written)))
 
     def add_product(self, node: Node, name: str, epilogue: KernelPlan | None) -> None:
         """A product the target writes: its kernel, launcher, the call in forward, the story."""
@@ -123,6 +132,35 @@ class Assembly:
         self.products[node] = [f"{', '.join(o.name for o in outputs)} = {function}("
                                f"{', '.join(cand.python_ref(a) for a in arguments)})"]
         self.story.append(f"- `{name}` ({self.language}): {what}")
+
+    def own_templates(self) -> dict:
+        """node -> its `templates.Written` kernel, for the template ops this candidate writes:
+        each one a family covers, when no fused group is left to write (the vendor's
+        convolution beside fused kernels is what the groups are measured with)."""
+        nodes = [item for kind, item in self.plan.steps if kind == "template"]
+        if self.plan.groups or not nodes:
+            return {}
+        found = {}
+        for node in nodes:
+            name = kernel_name_from(node.attrs["call"], self.taken)
+            done = templates.write(node, self.target, name, launcher_name(name), self.o)
+            if done is not None:
+                found[node] = done
+        return found
+
+    def add_template(self, node: Node, done) -> None:
+        """A template op's kernel, launcher, the call in forward, the story."""
+        self.kernels.append(done.kernel)
+        self.launchers.append("\n".join(done.launcher))
+        self.helpers_used(done.helpers)
+        function = done.launcher[0].split("(")[0].removeprefix("def ")
+        self.products[node] = [f"{', '.join(o.name for o in done.outputs)} = {function}("
+                               f"{', '.join(cand.python_ref(a) for a in done.arguments)})"]
+        self.story.append(f"- `{function.removeprefix('fused_')}_kernel` ({self.language}): "
+                          f"{done.what}")
+
+    def helpers_used(self, helpers: set[str]) -> None:
+        """C++ keeps the maths helpers its kernels call; other targets have none."""
 
     def add_group(self, group) -> None:
         """One fused group's kernel and launcher, and how forward calls it."""
@@ -138,7 +176,8 @@ class Assembly:
         plan, products = self.plan, self.products
         support, init = cand.reference_parts(self.source)
         body = cand.forward_lines(plan, self.launches, lambda node: products[node]
-                                  if node in products else cand.vendor_matmul(node))
+                                  if node in products else cand.vendor_matmul(node)
+                                  if node.op == "matmul" else templates.vendor_lines(node))
         doc = self.story + ([f"- kept in torch: {', '.join(labels)}"] if labels else []) + \
             [f"- {n}" for n in self.cap.notes]
         parts = [

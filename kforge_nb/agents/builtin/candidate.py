@@ -69,11 +69,11 @@ def vendor_matmul(node: Node) -> list[str]:
     return [f"{node.name} = {call}  # kept in torch: the vendor GEMM (cuBLAS, oneDNN)"]
 
 
-def forward_lines(plan: Schedule, launches: dict, matmul) -> list[str]:
+def forward_lines(plan: Schedule, launches: dict, product) -> list[str]:
     """Body of ModelNew.forward: Python steps, kernel launches and the return.
 
-    `launches[group index]` is (launcher name, argument nodes, output nodes); `matmul(node)`
-    gives the lines for a matrix product (a kept vendor call, or a kernel launch)."""
+    `launches[group index]` is (launcher name, argument nodes, output nodes); `product(node)`
+    gives the lines for a matrix product or a template op (a kept vendor call, or a launch)."""
     lines = []
     for kind, item in plan.steps:
         if kind == "host":
@@ -82,8 +82,8 @@ def forward_lines(plan: Schedule, launches: dict, matmul) -> list[str]:
             if item.fn == "kept":
                 comment = f"  # kept in torch: {item.attrs.get('label') or expr}"
             lines.append(f"{item.name} = {expr}{comment}")
-        elif kind == "matmul":
-            lines += matmul(item)
+        elif kind in ("matmul", "template"):
+            lines += product(item)
         elif item.index in launches:
             launcher, args, outputs = launches[item.index]
             call = f"{launcher}({', '.join(python_ref(a) for a in args)})"

@@ -7,6 +7,8 @@ stages need to know:
 * `pointwise`: one elementwise function (`fn`) of tensors and scalars, with torch broadcasting;
 * `reduce`: a sum / mean / max / min over some dimensions (`attrs["dims"]`, `keepdim`);
 * `matmul`: a matrix product (`linear`, `mm`, `bmm`, `matmul`), optionally with a bias;
+* `template`: an op written as one whole kernel from its family's template (`fn`: conv, pool,
+  attention; see ops_templates.py and templates/), `attrs["params"]` its settings;
 * `host`: anything that stays Python in `ModelNew.forward` (views, sizes, torch ops the agent
   does not lower). `attrs["expr"]` is the Python expression with `{0}`, `{1}`... standing for
   the node's arguments.
@@ -27,7 +29,7 @@ FLOAT = torch.float32
 @dataclass(eq=False)
 class Node:
     name: str
-    op: str                                  # input | param | pointwise | reduce | matmul | host
+    op: str              # input | param | pointwise | reduce | matmul | template | host
     fn: str = ""                             # pointwise function, reduce kind or matmul kind
     args: tuple = ()                         # Nodes and Python constants
     attrs: dict = field(default_factory=dict)

@@ -9,7 +9,7 @@ import re
 import torch
 import torch.fx
 
-from . import ops
+from . import ops, ops_templates
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, resolve
 from .ir import Graph, Node
@@ -116,6 +116,9 @@ class Lowerer(Builders, Keeper):
             return self.param(fx.target) if isinstance(owner, torch.Tensor) else owner
         if fx.op == "call_module":
             module = self.model.get_submodule(fx.target)
+            whole = ops_templates.module_call(module, fx.target, args[0] if args else None, self)
+            if whole is not None:
+                return whole
             found = ops.module_call(module, fx.target, args[0] if args else None, self)
             return found[0](self, found[1]) if found else None
         if fx.op == "call_method":
@@ -153,6 +156,9 @@ class Lowerer(Builders, Keeper):
             return None
         if leaf in ops.RAW:
             return ops.RAW[leaf](self, args, kwargs)
+        if leaf in ops_templates.FUNCTIONS:
+            convert, spec = ops_templates.FUNCTIONS[leaf]
+            return convert(self, ops.bind(args, kwargs, spec))
         if leaf in ops.FUNCTIONS:
             convert, spec = ops.FUNCTIONS[leaf]
             return convert(self, ops.bind(args, kwargs, spec))

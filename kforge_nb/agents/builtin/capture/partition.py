@@ -348,7 +348,7 @@ def name_regions(regions: list[Region]) -> None:
 @dataclass
 class Schedule:
     """The forward pass as Python steps and kernel launches, in order."""
-    steps: list[tuple[str, object]]            # ("host", Node) | ("matmul", Node) | ("group", Group)
+    steps: list[tuple[str, object]]   # ("host" | "matmul" | "template", Node) | ("group", Group)
     groups: list[Group]
     graph: Graph
 
@@ -391,7 +391,7 @@ def partition_once(graph: Graph, no_free: set) -> Schedule:
             continue
         if depends:
             close()
-        steps.append(("matmul" if node.op == "matmul" else "host", node))
+        steps.append((node.op if node.op in ("matmul", "template") else "host", node))
     close()
     for group in groups:
         inside = group.member_set

@@ -60,6 +60,9 @@ class CppAssembly(Assembly):
             (" with the ops after it applied before the store" if epilogue else "")
         return gemm.launcher(function), arguments, gemm.outputs, what
 
+    def helpers_used(self, helpers):
+        self.helpers |= helpers
+
     def group(self, kp, name, launcher):
         writer = CppKernel(kp, self.o)
         self.kernels.append(writer.write())
