@@ -246,7 +246,7 @@ def history_table(session) -> str:
             note.append("busy")
             busy.append(a)
         if a is session.best:
-            note.insert(0, "best")
+            note.insert(0, "★ best")
         rows.append((str(a.iteration), str(a.sample), a.parent or "-", a.kind, a.result.state,
                      f"{t.candidate_ms:.4g}" if t.candidate_ms else "-",
                      timing_speedup(t) if t.speedup_vs_eager else "-",
@@ -254,6 +254,8 @@ def history_table(session) -> str:
                      if t.speedup_vs_compile else "-", ", ".join(note)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if session.best:
+        lines.append(f"★ best: candidate {session.best.id}")
     if any(a.result.timing.speedup_vs_eager_ci for a in session.history):
         lines.append("speedups: median of paired ratios ± half its 95 % interval; a tie: faster "
                      "on the point, but the intervals overlap (the earlier stays best)")

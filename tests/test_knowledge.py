@@ -37,9 +37,17 @@ Row softmax on the CPU: keep each row's exp values in the output buffer and scal
 """
 
 
-def pick(source: str, target: str, bound: str | None = None, user=()) -> list[str]:
+# where each target runs, as a GPU machine and an AVX2-only CPU would say (not this host)
+WHERE = {"triton": kb.Where(device="cuda"), "cuda": kb.Where(device="cuda"),
+         "metal": kb.Where(device="mps"), "cpp": kb.Where(("avx", "avx2", "fma"), "cpu")}
+
+
+def pick(source: str, target: str, bound: str | None = None, user=(),
+         where: kb.Where | None = None) -> list[str]:
     notes = kb.pool(get_target(target).knowledge(), target, kb.user_notes(user))
-    return [p.note.name for p in kb.choose(notes, target, kb.problem_ops(source), bound)]
+    where = where or kb.Where(WHERE[target].isa, WHERE[target].device, kb.row_length(source))
+    return [p.note.name for p in kb.choose(notes, target, kb.problem_ops(source), bound,
+                                           where=where)]
 
 
 # --- the built-in notes ----------------------------------------------------------------------
@@ -103,7 +111,7 @@ def test_cpp_gets_cpu_notes_only():
 
 def test_the_reasons_name_the_ops_and_the_bottleneck():
     why = kb.choose(kb.pool(get_target("triton").knowledge(), "triton"), "triton",
-                    kb.problem_ops(SOFTMAX), "memory")[0].why
+                    kb.problem_ops(SOFTMAX), "memory", where=WHERE["triton"])[0].why
     assert why == "gpu_reductions (ops: softmax; bottleneck: memory)"
 
 
@@ -118,7 +126,7 @@ def test_a_user_note_is_used_when_it_applies_and_replaces_a_builtin_of_its_name(
     assert "softmax_cpu" not in pick(MATMUL, "cpp", user=[tmp_path])      # other ops
     assert "softmax_cpu" not in pick(SOFTMAX, "triton", user=[tmp_path])  # other target
     notes = kb.pool(get_target("triton").knowledge(), "triton", kb.user_notes([tmp_path]))
-    chosen = kb.choose(notes, "triton", kb.problem_ops(SOFTMAX))
+    chosen = kb.choose(notes, "triton", kb.problem_ops(SOFTMAX), where=WHERE["triton"])
     assert chosen[0].note.name == "gpu_reductions" and "MY OWN" in chosen[0].note.text
     notes = kb.pool(get_target("metal").knowledge(), "metal", kb.user_notes([tmp_path]))
     everything = kb.choose(notes, "metal", kb.problem_ops(SOFTMAX), limit=99)
@@ -180,9 +188,14 @@ def test_a_session_sends_the_chosen_notes_to_the_model(kforge_cli, tmp_path, mon
     first, optimise = server.user_prompts()[0], server.user_prompts()[2]
     for prompt in (first, optimise):   # the optimise prompt's pick also weighs the bottleneck
         assert "- softmax_cpu (ops: softmax)" in prompt
-        assert "Row softmax on the CPU" in prompt and "## Knowledge: cpu_openmp_threads" in prompt
+        assert "## Knowledge: cpu_openmp_threads" in prompt
         assert not [name for name in GPU_ONLY if name in prompt]
     assert "- cpu_vectorisation (general cpp advice)" in first
+    # each note whole once a session, then named: the optimise round refers to the first's
+    whole = kb.read_note(kb.HERE / "cpu_openmp_threads.md")
+    assert first.count(whole.text) == 1 and whole.text not in optimise
+    assert ("See note cpu_openmp_threads, sent in full earlier in this session: "
+            f"{whole.summary}") in optimise
     run = Path(json.loads(done.stdout)["artifacts"])
     saved = json.loads((run / "iter-00" / "sample-0" / "generation.json").read_text())
     assert saved["knowledge"] == ["softmax_cpu", "cpu_openmp_threads", "cpu_vectorisation"]
@@ -190,3 +203,70 @@ def test_a_session_sends_the_chosen_notes_to_the_model(kforge_cli, tmp_path, mon
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
     generated = [e["data"] for e in events if e["kind"] == "candidate_generated"]
     assert generated[0]["knowledge"] == saved["knowledge"]
+
+
+# --- chosen by ISA, device and shape ------------------------------------------------------------
+
+GATED = '''import torch
+import torch.nn as nn
+
+batch, dim = 16, {dim}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x * torch.sigmoid(x), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(batch, dim)]
+'''
+
+
+def prompt_for(source: str, isa: tuple[str, ...]) -> str:
+    """The first generation prompt for `source` on a CPU described by hand (not this host)."""
+    from kforge_nb.agents.base import GenerationRequest
+    from kforge_nb.agents.llm import LLMGenerator
+    from kforge_nb.machine import Machine
+    from kforge_nb.problem import Problem
+    machine = Machine("Scripted CPU 9000", "x86_64", 4, 8, isa)
+    generator = LLMGenerator(None, machine=machine, notes=99)
+    system, messages = generator.messages(
+        GenerationRequest(Problem.from_string(source, "gated"), "cpp", "initial"))
+    return system + messages[0]["content"]
+
+
+def test_the_avx512_note_goes_only_to_a_cpu_with_avx512f():
+    avx2, avx512 = ("avx", "avx2", "fma"), ("avx", "avx2", "fma", "avx512f")
+    without = prompt_for(GATED.format(dim=2048), avx2)
+    with_it = prompt_for(GATED.format(dim=2048), avx512)
+    assert "- CPU: Scripted CPU 9000" in without and "no avx512f" in without
+    assert "cpu_avx512_vectors" not in without and "prefer-vector-width=512" not in without
+    assert "- cpu_avx512_vectors (ops: sigmoid; isa: avx512f)" in with_it
+    assert "prefer-vector-width=512" in with_it
+
+
+def test_the_short_rows_note_goes_only_to_short_rows():
+    assert kb.row_length(GATED.format(dim=4)) == 4
+    short = prompt_for(GATED.format(dim=4), ("avx2",))
+    assert "- cpu_short_rows (ops: softmax; rows of 4 <= 32)" in short
+    assert "cpu_short_rows" not in prompt_for(GATED.format(dim=2048), ("avx2",))
+    unknown = GATED.format(dim="load_dim()")        # a shape the source does not state
+    assert kb.row_length(unknown) is None
+    assert "cpu_short_rows" not in prompt_for(unknown, ("avx2",))
+
+
+def test_row_length_reads_the_largest_inputs_last_dimension_without_running():
+    source = ("import torch\nB = 8\nN = 2 * 16\n"
+              "def get_inputs():\n    k = N // 2\n"
+              "    return [torch.rand((B, k, N)), torch.randint(0, 5, (B, 3)), torch.randn(N)]\n"
+              "raise SystemExit('never run')\n")
+    assert kb.input_shapes(source) == [(8, 16, 32), (8, 3), (32,)]
+    assert kb.row_length(source) == 32
+    assert kb.row_length(SOFTMAX) == 1000
+
+
+def test_a_note_with_a_bad_max_row_is_named(tmp_path):
+    (tmp_path / "rows.md").write_text("---\nmax_row: short\n---\ntext\n")
+    with pytest.raises(kb.KnowledgeError, match=r"rows\.md: max_row must be a whole number"):
+        kb.user_notes([tmp_path])

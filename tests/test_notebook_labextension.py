@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_magic import (BROKEN, FASTER, GOOD, WRONG, answer, api, ip,  # noqa: F401
+from tests.test_magic import (BROKEN, FASTER, FASTEST, GOOD, WRONG, answer, api, ip,  # noqa: F401
                               kforge, recommendation, wait_for)
 
 LABEXTENSION = Path(__file__).parent.parent / "labextension"
@@ -144,3 +144,44 @@ def test_text_from_the_record_is_never_parsed_as_html(api, kforge, tmp_path):
     seen = render(tmp_path, "widget", record, [{"snapshot": "end"}])["end"]
     assert seen["images"] == 0 and seen["scripts"] == 0 and seen["handlers"] == 0
     assert hostile in seen["header"] and hostile in seen["panes"]["code"]
+
+
+def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_live(
+        api, kforge, tmp_path):
+    """Issue 30: the Edit box holds each new recommendation (not the last edit's words); the
+    candidates table's "from" shows the person's words where they edited or redirected; the
+    report a live run leaves when it ends is not a "saved run" and still judges an edit."""
+    from kforge_nb.magics import live_widget
+    api([answer(GOOD), recommendation("chunk the rows"), answer(FASTER),
+         recommendation("chunk more", "use schedule(static, 8)"), answer(FASTEST)])
+    session = kforge("--iterations 3 --mode review")
+    widget = live_widget(session)
+    wait_for(session, "recommendation")
+    first = record_of(session)
+    widget.handle_message({"action": "edit", "text": "chunk rows by 2 please"})
+    wait_for(session, "recommendation", 2)
+    second = record_of(session)
+    widget.handle_message({"action": "redirect", "text": "take 8 rows at a time"})
+    session.wait(120)
+    final = record_of(session)
+    seen = render(tmp_path, "widget", first, [
+        {"fill": "textarea[data-input=edit]", "value": "chunk rows by 2 please"},
+        {"fill": "textarea[data-input=redirect]", "value": "not sent"},
+        {"click": "button[data-action=edit]"},
+        {"record": second}, {"snapshot": "next"},
+        {"record": final}, {"click": "button[data-tab=performance]"}, {"snapshot": "end"},
+        {"report": final}, {"snapshot": "report"},
+        {"fill": "textarea[data-input=code]", "value": "my edit"},
+        {"click": "button[data-action=evaluate]"}, {"snapshot": "evaluated"}])
+    following = seen["next"]["inputs"]
+    assert following["edit"]["value"] == "use schedule(static, 8)"     # the new one, not mine
+    assert following["redirect"]["value"] == ""
+    rows = {row.split(" | ")[0].rstrip(" ★"): row.split(" | ")[7] for row in seen["end"]["rows"]}
+    assert rows["1.0"] == "edit: chunk rows by 2 please"
+    assert rows["2.0"] == "redirect: take 8 rows at a time"          # not "chunk more"
+    report = seen["report"]
+    assert report["renderer"] == "mime" and report["state"] == "finished" and report["roots"] == 1
+    assert not any("saved run" in note for note in report["notes"])
+    assert report["buttons"] == {"evaluate": {"disabled": False}}
+    assert report["inputs"]["code"]["readOnly"] is False
+    assert seen["evaluated"]["sent"][-1] == {"action": "evaluate", "code": "my edit"}

@@ -195,3 +195,63 @@ def test_kforge_run_cli_replays_a_recording_and_prints_a_json_summary(api, tmp_p
     assert summary["best_state"] == "correct" and summary["iterations"] == 2
     assert (Path(summary["artifacts"]) / "best_candidate.py").exists()
     assert "[0.0] compile_failure" in proc.stderr
+
+
+# --- what the model is told: the machine, the contract, the history ----------------------------
+
+def cpuinfo_model() -> str:
+    """The CPU's model name, read here the plain way (the prompt must quote the same)."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.lower().startswith(("model name", "hardware")):
+            return line.split(":", 1)[1].strip()
+    pytest.skip("no model name in /proc/cpuinfo")
+
+
+def test_prompts_state_the_machine_the_contract_and_the_history(api, tmp_path):
+    import os
+
+    import torch
+
+    from kforge_nb.evaluator.correctness import TOLERANCES
+    from kforge_nb.intervals import timing_speedup
+    from kforge_nb.knowledge import HERE, read_note
+    from kforge_nb.runtime.cpp import FLAGS
+    again = {"text": "TITLE: unroll by 4\nRECOMMENDATION: unroll the scale loop by 4.\n"
+                     "EXPECTED GAIN: ~1.05x"}
+    server = api([answer(BROKEN), answer(GOOD), RECOMMENDATION, answer(WRONG), again,
+                  answer(FASTER)])
+    session = run_session(tmp_path, iterations=4)
+    assert [a.result.state for a in session.history] == \
+        ["compile_failure", "correct", "mismatch", "correct"]
+    bodies = [r["body"] for r in server.requests]
+    fix, analysis, optimise, analysis_again, last = server.user_prompts()[1:]
+    generation = [b["system"] for b in bodies if "kernel engineer" in b["system"]]
+    assert len(generation) == 4
+    # the machine, read from this host, and the contract, read from the code that applies it
+    atol, rtol, norm = TOLERANCES["strict"][torch.float32]
+    for text in (generation[0], analysis):
+        assert f"- CPU: {cpuinfo_model()}" in text
+        assert f"- Cores: {len(os.sched_getaffinity(0))} usable" in text
+        assert f"`{' '.join(FLAGS)}`" in text
+        assert f"float32: atol {atol:g}, rtol {rtol:g}, relative norm {norm:g}" in text
+        assert "a parameter may go straight to a kernel" in text
+    # the history: ids, parents, changes, verdicts, speedups, and which was kept
+    assert "- 0.0 (written from scratch): compile_failure" in fix
+    assert "You start from candidate 0.0, which did not pass (compile_failure" in fix
+    good = session.history[1]
+    said = f"correct at {good.result.timing.candidate_ms:.4g} ms " \
+           f"({timing_speedup(good.result.timing, mark_noise=False)} vs eager)"
+    assert f"- 1.0 (a fix of 0.0): {said}; kept as the best; the best now" in analysis
+    assert f"You start from candidate 1.0 (the best so far: {said})" in optimise
+    assert "- 2.0 (from 1.0 on your advice 'chunk the rows'): mismatch" in analysis_again
+    assert "## Why you see 1.0 again\ncandidate 2.0, made from 1.0 on your advice 'chunk the " \
+           "rows', was mismatch" in analysis_again
+    assert "you are looking at 1.0 again" in analysis_again
+    assert "- chunk the rows: 2.0 mismatch" in analysis_again
+    assert "Earlier changes to it were not kept: 2.0 on 'chunk the rows' was mismatch" in last
+    # each knowledge note whole once, then named
+    generated = [server.user_prompts()[i] for i in (0, 1, 3, 5)]
+    whole = read_note(HERE / "cpu_openmp_threads.md")
+    assert sum(p.count(whole.text) for p in generated) == 1 and whole.text in generated[0]
+    assert "See note cpu_openmp_threads, sent in full earlier" in optimise
+    assert "sk-test" not in json.dumps(bodies)         # no key in any prompt

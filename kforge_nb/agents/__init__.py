@@ -61,7 +61,8 @@ def make_agents(config: AgentConfig) -> tuple[GenerationAgent, AnalysisAgent, st
     ana_provider = provider_for("analysis", analysis_name, config.analysis_model or config.model)
     generator = LLMGenerator(gen_provider, prompts, config.max_tokens, config.hint,
                              config.precision, knowledge_dirs=config.knowledge_dirs)
-    analyst = config.analyst or LLMAnalyst(ana_provider, prompts, images=config.images)
+    analyst = config.analyst or LLMAnalyst(ana_provider, prompts, images=config.images,
+                                           precision=config.precision)
     if isinstance(analyst, LLMAnalyst) and analyst.images and not pictures.available():
         notices.append("the analyst gets no pictures of the profile: matplotlib is not "
                        "installed (pip install matplotlib)")

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from ..problem import Problem
 from ..result import Result
+from .history import Outcome
 
 
 @dataclass
@@ -53,6 +54,9 @@ class GenerationRequest:
     deadline: float | None = None        # time.monotonic() by which the run's wall-time budget
     #                                      ends: a provider retries only until then
     temperature: float | None = None     # a model's sampling temperature; None: its default
+    parent: str | None = None            # the id of the candidate it starts from
+    outcomes: list[Outcome] = field(default_factory=list)   # the earlier rounds' attempts
+    #                                      and what came of them (history.outcomes)
 
 
 @dataclass
@@ -85,6 +89,8 @@ class AnalysisRequest:
     alternatives: int = 0                # also rank this many other changes (a round's samples)
     elsewhere: list[str] = field(default_factory=list)   # changes the round's other branches
     #                                      (beam, evolve) are trying: prefer a different one
+    candidate: str | None = None         # the id of the candidate analysed
+    outcomes: list[Outcome] = field(default_factory=list)   # as in GenerationRequest
 
 
 @dataclass

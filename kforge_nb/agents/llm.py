@@ -4,9 +4,11 @@ from __future__ import annotations
 import re
 
 from .. import knowledge as kb
+from .. import machine as host
 from ..providers.base import sampling
 from ..providers.pricing import cost_usd
 from ..targets import get_target
+from . import contract, history
 from .base import (AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage)
 from .feedback import describe_result, summary_text
 from .pictures import pictures, user_content
@@ -26,6 +28,18 @@ def extract_code(text: str) -> tuple[str | None, str | None]:
     return (defining or blocks)[-1].strip() + "\n", None
 
 
+GPU_LANGUAGES = ("triton", "cuda")      # targets told of the GPU, or that there is none
+NOTED = ("initial", "optimise")         # the prompts that get knowledge notes
+
+
+def machine_lines(machine: host.Machine | None, target) -> list[str]:
+    """The prompt's machine section: the given machine, else this one (its GPU looked up only
+    for a target that runs on one)."""
+    device = target.device()
+    gpu = target.name in GPU_LANGUAGES
+    return (machine or host.describe(with_gpu=gpu)).lines(device, gpu)
+
+
 def usage_of(reply, model: str) -> Usage:
     cost = cost_usd(reply.model or model, reply.input_tokens, reply.output_tokens)
     return Usage(reply.input_tokens, reply.output_tokens, cost or 0.0, reply.model or model, 1,
@@ -35,23 +49,45 @@ def usage_of(reply, model: str) -> Usage:
 class LLMGenerator:
     def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 8192,
                  hint: str = "", precision: str = "strict", knowledge: bool = True,
-                 knowledge_dirs: list[str] | None = None, notes: int = kb.LIMIT):
+                 knowledge_dirs: list[str] | None = None, notes: int = kb.LIMIT,
+                 machine: host.Machine | None = None):
         self.provider, self.prompts = provider, prompts or Prompts()
         self.max_tokens, self.hint, self.precision = max_tokens, hint, precision
         self.knowledge, self.notes = knowledge, notes
         self.user_notes = kb.user_notes(knowledge_dirs)    # read once; a missing folder fails here
         # a provider that takes no temperature (Anthropic's, one of your own) is never sent one
         self.takes_temperature = getattr(provider, "accepts_temperature", False)
+        self.machine = machine               # None: this machine, read when first needed
 
     def chosen_notes(self, request: GenerationRequest, target) -> list[kb.Pick]:
         """The notes for a first or an optimising prompt (a fix prompt is about the error)."""
-        if not self.knowledge or request.kind == "fix":
+        if not self.knowledge or request.kind not in NOTED:
             return []
         result = request.previous_result
-        bound = result.roofline.bound if result is not None else None
+        return self.notes_for(request.problem, target,
+                              result.roofline.bound if result is not None else None)
+
+    def notes_for(self, problem, target, bound: str | None) -> list[kb.Pick]:
+        """The notes a prompt gets after a profile with this bottleneck: those whose ISA,
+        device and row-length conditions hold here, best first."""
         notes = kb.pool(target.knowledge(), target.name, self.user_notes)
-        return kb.choose(notes, target.name, kb.problem_ops(request.problem.source), bound,
-                         self.notes)
+        device = target.device()
+        isa = (self.machine or host.describe()).isa if device == "cpu" else None
+        where = kb.Where(isa, device, kb.row_length(problem.source))
+        return kb.choose(notes, target.name, kb.problem_ops(problem.source), bound,
+                         self.notes, where)
+
+    def sent_before(self, request: GenerationRequest, target) -> set[str]:
+        """The notes an earlier round's prompt already held whole: each attempt of a kind that
+        gets notes got those its parent's profile chose. Worked out from the outcomes, not
+        remembered, so a resumed run (and its replay) says the same as the run it continues."""
+        if not self.knowledge:
+            return set()
+        by_id = {o.id: o for o in request.outcomes}
+        bounds = {by_id[o.parent].bound if o.parent in by_id else None
+                  for o in request.outcomes if o.kind in NOTED}
+        return {p.note.name for bound in bounds
+                for p in self.notes_for(request.problem, target, bound)}
 
     def messages(self, request: GenerationRequest) -> tuple[str, list[dict]]:
         """(system, messages) as they would be sent, without a call (notebook 04 shows the
@@ -62,13 +98,22 @@ class LLMGenerator:
     def _prompt(self, request: GenerationRequest) -> tuple[str, list[dict], list[kb.Pick]]:
         target = get_target(request.target)
         picks = self.chosen_notes(request, target)
+        sent = self.sent_before(request, target) if picks else set()
+        named = [p for p in picks if p.note.name in sent]
+        line = history.on_line(request.outcomes, request.parent)
         context = dict(
             target=target, problem=request.problem, kind=request.kind, precision=self.precision,
-            example=target.example(), knowledge=[(p.note.name, p.note.text) for p in picks],
+            example=target.example(),
+            knowledge=[(p.note.name, p.note.text) for p in picks if p not in named],
+            knowledge_sent=[(p.note.name, p.note.summary) for p in named],
             knowledge_why=[p.why for p in picks], translate_from=request.translate_from,
             previous_code=request.previous_code, instruction=request.instruction,
             feedback=describe_result(request.previous_result) if request.previous_result else "",
-            aux=request.aux, hint=self.hint, variation=request.variation)
+            aux=request.aux, hint=self.hint, variation=request.variation,
+            machine=machine_lines(self.machine, target),
+            contract=contract.lines(target.name, self.precision),
+            outcomes=history.lines(line),
+            start=history.starting_point(request.parent, request.kind, line))
         system = self.prompts.render("generate_system", request.iteration, **context)
         user = self.prompts.render("generate", request.iteration, **context)
         return system, [{"role": "user", "content": user}], picks
@@ -105,18 +150,27 @@ def parse_recommendation(text: str) -> dict:
 
 class LLMAnalyst:
     def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 2048,
-                 images: bool = True):
+                 images: bool = True, machine: host.Machine | None = None,
+                 precision: str = "strict"):
         self.provider, self.prompts, self.max_tokens = provider, prompts or Prompts(), max_tokens
+        self.machine, self.precision = machine, precision    # machine None: this machine
         # pictures of the profile go to a provider that declares it takes them (--no-images: none)
         self.images = images and getattr(provider, "accepts_images", False)
 
     def analyse(self, request: AnalysisRequest) -> Recommendation:
         target = get_target(request.target)
         found = pictures(request.result) if self.images else []
+        line = history.on_line(request.outcomes, request.candidate)
         context = dict(target=target, code=request.code, summary=request.summary,
                        summary_text=summary_text(request.summary), history=request.history,
                        objective=request.objective, pictures=[p.caption for p in found],
-                       alternatives=request.alternatives, elsewhere=request.elsewhere)
+                       alternatives=request.alternatives, elsewhere=request.elsewhere,
+                       machine=machine_lines(self.machine, target),
+                       contract=contract.lines(target.name, self.precision),
+                       candidate=request.candidate,
+                       outcomes=history.lines(line, to_analyst=True),
+                       recommended=history.with_outcomes(request.history, line),
+                       again=history.seen_again(request.candidate, line))
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
         messages = [{"role": "user", "content": user_content(user, found)}]

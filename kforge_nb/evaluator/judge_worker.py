@@ -13,6 +13,7 @@ import torch
 
 from ..result import Correctness
 from . import correctness, harness, policy, transfer
+from .op_costs import FlopCount
 from .process import available_memory
 from .worker_common import build, error_report, load_problem, profile_fresh, run_hook, start
 
@@ -41,7 +42,6 @@ def size_check(module, job: dict) -> tuple[str, int | None]:
     reference's and the candidate's)? Sizes (and FLOPs) come from running the problem on fake
     tensors, which hold no memory. Returns (why it does not fit or "", FLOPs or None)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils.flop_counter import FlopCounterMode
     device = job["device"]
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
@@ -49,10 +49,10 @@ def size_check(module, job: dict) -> tuple[str, int | None]:
             model = module.Model(*harness.argument_list(module.get_init_inputs(),
                                                         "get_init_inputs()"))
             inputs = harness.argument_list(module.get_inputs())
-            with FlopCounterMode(display=False) as counter, torch.no_grad():
+            with FlopCount() as counter, torch.no_grad():
                 outputs = harness.as_tensor_list(model(*inputs))
             params = list(model.parameters()) + list(model.buffers())
-        flops = int(counter.get_total_flops())
+        flops = counter.total()
     except Exception:
         return "", None      # a model fake tensors cannot run: find out for real
     sizes = [harness.tensor_bytes(x) for x in (inputs, outputs, params)]
@@ -246,10 +246,9 @@ def remove(path: str) -> None:
 
 def count_flops(model, inputs) -> int | None:
     try:
-        from torch.utils.flop_counter import FlopCounterMode
-        with FlopCounterMode(display=False) as counter, torch.no_grad():
+        with FlopCount() as counter, torch.no_grad():
             model(*inputs)
-        return int(counter.get_total_flops())
+        return counter.total()
     except Exception:
         return None
 

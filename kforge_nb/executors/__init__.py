@@ -48,10 +48,11 @@ class Executor:
 
 class InProcess(Executor):
     name = "in-process"
+    reports_progress = True       # evaluate(..., progress=) is told each step as it ends
 
-    def evaluate(self, problem, code, target, options, folder):
+    def evaluate(self, problem, code, target, options, folder, progress=None):
         from ..evaluator import evaluate
-        return evaluate(problem, code, target, options, folder=folder)
+        return evaluate(problem, code, target, options, folder=folder, progress=progress)
 
     def describe(self) -> str:
         return "this process (a child process per candidate)"

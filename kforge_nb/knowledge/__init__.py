@@ -13,6 +13,11 @@ A note without front matter applies to every op of every target, at the lowest p
 built-in notes live beside this file; `--knowledge DIR` adds folders of one's own, whose notes
 join the pool (one named like a built-in note replaces it).
 
+A note may also state where it holds: `isa: [avx512f]` (the CPU's flags, as /proc/cpuinfo
+names them), `devices: [cuda]` (where the target runs here), `max_row: 32` (only for rows that
+short: the last dimension of the problem's largest input, read by shapes.py). A condition that
+does not hold, or that is not known, leaves the note out.
+
 `choose` ranks the notes that apply to a request: its target, the ops its reference uses (read
 statically from the source, never run) and the bottleneck of the last profile, when there is
 one. Ranking is deterministic; ties go by name. Nothing here imports torch.
@@ -22,10 +27,12 @@ from __future__ import annotations
 from .notes import (BOUNDS, FIELDS, HERE, NOT_A_FOLDER, KnowledgeError, Note, applies_to,
                     builtin_paths, check_folders, folder_argument, pool, read_note, user_notes)
 from .ops import IMPLIED, op_key, problem_ops
-from .ranking import LIMIT, Pick, choose
+from .ranking import LIMIT, Pick, Where, choose
+from .shapes import input_shapes, row_length
 
 __all__ = [
     "BOUNDS", "FIELDS", "HERE", "IMPLIED", "LIMIT", "NOT_A_FOLDER", "KnowledgeError", "Note",
-    "Pick", "applies_to", "builtin_paths", "check_folders", "choose", "folder_argument",
-    "op_key", "pool", "problem_ops", "read_note", "user_notes",
+    "Pick", "Where", "applies_to", "builtin_paths", "check_folders", "choose",
+    "folder_argument", "input_shapes", "op_key", "pool", "problem_ops", "read_note",
+    "row_length", "user_notes",
 ]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).parent                # the built-in notes live beside this file
-FIELDS = ("targets", "ops", "bottleneck")
+FIELDS = ("targets", "ops", "bottleneck", "isa", "devices", "max_row")
 BOUNDS = ("memory", "compute")
 
 
@@ -25,6 +25,14 @@ class Note:
     bottleneck: tuple[str, ...] = ()
     front_matter: bool = True
     path: str = ""
+    isa: tuple[str, ...] = ()               # CPU flags it needs (/proc/cpuinfo's names)
+    devices: tuple[str, ...] = ()           # cpu, cuda, mps: where the target must run
+    max_row: int | None = None              # only for rows at most this long
+
+    @property
+    def summary(self) -> str:
+        """Its first line: what a prompt repeats once the whole note was sent."""
+        return (self.text.splitlines() or [""])[0].strip()
 
 
 def applies_to(note: Note, target: str) -> bool:
@@ -56,9 +64,14 @@ def read_note(path: str | Path, targets: tuple[str, ...] = ()) -> Note:
     if wrong:
         raise KnowledgeError(f"knowledge note {path}: bottleneck {', '.join(sorted(wrong))} is "
                              f"not one of {', '.join(BOUNDS)}")
+    row = fields.get("max_row", ())
+    if row and not (len(row) == 1 and row[0].isdigit()):
+        raise KnowledgeError(f"knowledge note {path}: max_row must be a whole number of "
+                             f"elements, not {', '.join(row)}")
     return Note(path.stem, "\n".join(lines[end + 1:]).strip(),
                 fields.get("targets") or targets, fields.get("ops", ()),
-                fields.get("bottleneck", ()), True, str(path))
+                fields.get("bottleneck", ()), True, str(path), fields.get("isa", ()),
+                fields.get("devices", ()), int(row[0]) if row else None)
 
 
 def builtin_paths(target: str | None = None) -> list[Path]:

@@ -14,6 +14,7 @@ import threading
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from ..machine import SECTION as MACHINE_SECTION
 from .base import ProviderError, Reply, sampling
 
 
@@ -26,9 +27,9 @@ DEVICE = re.compile(r"CPU \(\d+ cores?, \d+ threads?\)(?: \(in cache\))?|NVIDIA 
 
 def normalised(text: str) -> str:
     """Prompts quote measurements that differ run to run: decimals, and whole numbers with a
-    unit (0.98x one run, 1x the next; 123 ms), and the machine's name. Sizes in the problem's
-    source still count."""
-    return MEASUREMENT.sub("#", DEVICE.sub("<device>", text))
+    unit (0.98x one run, 1x the next; 123 ms), and the machine's name and its description (the
+    prompts' machine section, machine.SECTION). Sizes in the problem's source still count."""
+    return MEASUREMENT.sub("#", DEVICE.sub("<device>", MACHINE_SECTION.sub("<machine>", text)))
 
 
 def content_text(content) -> str:

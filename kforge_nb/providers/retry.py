@@ -6,10 +6,17 @@ A provider supplies `attempt(time_left)` (one call; `time_left` bounds its HTTP 
 `classify(err)`, which sorts an exception into a `Transient` failure (worth another try), a
 `ProviderError` (retrying cannot fix it: raised at once) or None (not an API failure: a bug,
 re-raised untouched).
+
+Each retry is said: a warning on the `kforge_nb.providers` logger, and a call to the listener
+that `reporting(callback)` installs for the calls made in its context (the session turns it
+into a `retry` event: the attempt, the reason, the wait).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import email.utils
+import logging
 import os
 import random
 import time
@@ -24,6 +31,11 @@ ATTEMPTS = 5            # tries per call, the first included
 BASE_DELAY = 1.0        # seconds before the first retry; doubles each time
 MAX_DELAY = 60.0        # no wait is longer, a server's retry-after included
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+LOG = logging.getLogger("kforge_nb.providers")
+LOG.addHandler(logging.NullHandler())   # unconfigured, Python would print it to stderr (a red
+#                                         box in a notebook): the `retry` event is what is shown
+LISTENER: contextvars.ContextVar[Callable[[dict], None] | None] = \
+    contextvars.ContextVar("kforge_retry_listener", default=None)
 
 
 @dataclass
@@ -32,6 +44,33 @@ class Transient:
     what: str                          # "HTTP 503 (api_error: ...)", "no answer within 10 s"
     retry_after: float | None = None   # seconds the server asked us to wait, if it said
     hint: str = ""                     # what the user can do if it never clears
+    reason: str = ""                   # in a word or two: "timeout", "HTTP 429", "connection"
+
+
+@contextlib.contextmanager
+def reporting(callback: Callable[[dict], None]):
+    """Calls made in this context (and in contexts copied from it) tell `callback` of each
+    retry: {"service", "attempt" (the failed one), "attempts", "reason", "what", "wait_s"}."""
+    token = LISTENER.set(callback)
+    try:
+        yield
+    finally:
+        LISTENER.reset(token)
+
+
+def said_retry(service: str, failed: int, attempts: int, why: Transient, wait: float) -> None:
+    """One retry, said: a log line and the listener's call (a listener's bug never stops the
+    call being retried)."""
+    what = redact(why.what)
+    LOG.warning("%s: attempt %d of %d failed (%s); retrying in %.1f s", service, failed,
+                attempts, what, wait)
+    listener = LISTENER.get()
+    if listener is not None:
+        try:
+            listener({"service": service, "attempt": failed, "attempts": attempts,
+                      "reason": why.reason or what, "what": what, "wait_s": round(wait, 3)})
+        except Exception:       # noqa: BLE001
+            LOG.exception("the retry listener failed")
 
 
 def call_with_retries(attempt: Callable[[float | None], T],
@@ -64,6 +103,7 @@ def call_with_retries(attempt: Callable[[float | None], T],
             raise ProviderError(redact(gave_up(
                 service, last, n, f"the run's wall-time budget ends before the next try "
                                   f"(due in {delay:.1f} s)")))
+        said_retry(service, n, attempts, last, delay)
         sleep(delay)
     raise ProviderError(redact(gave_up(service, last, attempts,
                                        f"attempts used up ({attempts} allowed)")))
@@ -131,16 +171,18 @@ def classify_sdk_error(err: BaseException, sdk, *, service: str, key_variable: s
             hint = ("The key's rate limit was hit: wait, or ask for fewer samples at once"
                     if status == 429 else "The service is in trouble: try again later")
             return Transient(f"HTTP {status} ({api_message(err)})",
-                             retry_after_seconds(err.response.headers), hint)
+                             retry_after_seconds(err.response.headers), hint, f"HTTP {status}")
         return ProviderError(f"{service} rejected the request ({status}): {api_message(err)}")
     if isinstance(err, sdk.APITimeoutError):   # before APIConnectionError: it is one
         within = f" within the {timeout:g} s timeout" if timeout is not None else ""
-        return Transient(f"no answer{within}", hint=f"Check the network or {url_variable}")
+        return Transient(f"no answer{within}", hint=f"Check the network or {url_variable}",
+                         reason="timeout")
     if isinstance(err, sdk.APIConnectionError):
         cause = err.__cause__
         return Transient("the connection failed" + (f" ({type(cause).__name__}: {cause})"
                                                     if cause else ""),
-                         hint=f"Cannot reach {service}? Check the network or {url_variable}")
+                         hint=f"Cannot reach {service}? Check the network or {url_variable}",
+                         reason="connection")
     if isinstance(err, sdk.APIError):    # e.g. an answer that does not parse
         return ProviderError(f"{service} failed: {err}")
     return None

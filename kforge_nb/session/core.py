@@ -23,16 +23,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import artifacts, intervals
+from .. import artifacts
 from ..agents import AgentConfig
 from ..agents.base import Generation, Recommendation, Usage
-from ..agents.feedback import profile_summary, why_slower_than_eager
 from ..evaluator import EvalOptions
 from ..executors import Executor, InProcess
 from ..problem import Problem
+from ..providers import retry
 from ..result import CORRECT, Result
 from ..targets import get_target
-from . import confirm, saved
+from . import confirm, said, saved
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision, QueuePolicy
 from .events import Event
 from .inputs import load_translation, parse_aux
@@ -198,8 +198,13 @@ class Session:
 
     # --- the remote control -------------------------------------------------------------------
     def run(self) -> Attempt | None:
-        """Run here until the end (see loop.py); the best candidate."""
-        return Loop(self).run()
+        """Run here until the end (see loop.py); the best candidate. A model API call that is
+        retried in it is said as a `retry` event."""
+        with retry.reporting(self._said_retry):
+            return Loop(self).run()
+
+    def _said_retry(self, said: dict) -> None:
+        self.journal.emit("retry", self.next_iteration, **said)
 
     def start(self) -> "Session":
         """Run in a background thread (the notebook's cell returns at once)."""
@@ -297,14 +302,28 @@ class Session:
             return attempt
         try:
             folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
-            result = self.executor.evaluate(self.problem, code, self.target,
-                                            self._options_for(generation, parent), folder)
+            result = self._judge(code, self._options_for(generation, parent), folder,
+                                 iteration, sample)
             attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                               decision, parent, applied=applied)
             self._record(attempt)
         finally:
             self._repeats.done(key)
         return attempt
+
+    def _judge(self, code: str, options: EvalOptions, folder: Path, iteration: int,
+               sample: int) -> Result:
+        """The executor's verdict; where the evaluator runs in this process, each step it ends
+        (built, each trial, timing, profile) is said as an `evaluation_step` event, so a long
+        judging is seen going on."""
+        if not getattr(self.executor, "reports_progress", False):
+            return self.executor.evaluate(self.problem, code, self.target, options, folder)
+
+        def step(text: str) -> None:
+            self.journal.emit("evaluation_step", iteration, sample=sample,
+                              id=f"{iteration}.{sample}", text=text)
+        return self.executor.evaluate(self.problem, code, self.target, options, folder,
+                                      progress=step)
 
     def _options_for(self, generation: Generation | None, parent: str | None = None
                      ) -> EvalOptions:
@@ -343,50 +362,12 @@ class Session:
         return export(self, path, attempt)
 
     def summary(self) -> dict:
-        best = self.best
-        t = best.result.timing if best else None
-        return {
-            "problem": self.problem.name, "target": self.target.name,
-            "device": self.target.device(),
-            "provider": self.provider_description, "reason": self.finish_reason,
-            "best_state": best.result.state if best else (
-                self.history[-1].result.state if self.history else None),
-            "best_iteration": best.iteration if best else None,
-            "candidate_ms": t.candidate_ms if t else None,
-            "speedup_vs_eager": t.speedup_vs_eager if t else None,
-            "speedup_vs_compile": t.speedup_vs_compile if t else None,
-            "speedup_vs_eager_ci": t.speedup_vs_eager_ci if t else None,
-            "speedup_vs_compile_ci": t.speedup_vs_compile_ci if t else None,
-            "noisy": t.noisy if t else False, "noise_note": t.noise_note if t else "",
-            "busy": t.busy if t else False, "busy_note": t.busy_note if t else "",
-            "speedup_vs_eager_policy": t.speedup_vs_eager_policy if t else None,
-            "speedup_vs_compile_policy": t.speedup_vs_compile_policy if t else None,
-            "timing_real": t.real if t else None,
-            "iterations": len({a.iteration for a in self.history}),
-            "candidates": len(self.history),
-            "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
-            "cost_usd": round(self.usage.cost_usd, 4),
-            "unpriced_calls": self.usage.unpriced_calls,
-            "elapsed_s": round(self.elapsed(), 2),
-            "artifacts": str(self.folder), "error": self.error,
-            "advice": self.advice(),
-            "measures": best.result.measures if best else {},
-        }
+        """The run in one flat dict (`kforge run --json`, the views' header): said.py."""
+        return said.summary_of(self)
 
     def advice(self) -> str | None:
-        """Said plainly when the best kernel is slower than PyTorch: keep the module as it is,
-        and why (the analyst's reason when it gave one, else one read off the profile)."""
-        best = self.best
-        t = best.result.timing if best else None
-        if t is None or not t.real or t.speedup_vs_eager is None or t.speedup_vs_eager >= 1.0:
-            return None
-        last = self._last_recommendation
-        reason = last.action.get("why") if last and \
-            last.action.get("verdict") == "keep_pytorch" else None
-        # the run may end (patience, budget) before the analyst says why: read it off the profile
-        reason = reason or why_slower_than_eager(profile_summary(best.result))
-        return (f"best left in PyTorch: the best candidate runs at {intervals.timing_speedup(t)} "
-                f"eager ({reason})")
+        """Said plainly when the best kernel is slower than PyTorch (said.py)."""
+        return said.advice_of(self)
 
     # --- saved state --------------------------------------------------------------------------
     def restore(self, run: "saved.SavedRun", notes: list[str] = ()) -> None:

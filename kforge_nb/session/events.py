@@ -17,6 +17,10 @@ Every event has a `kind`, the iteration it belongs to and a JSON-able `data` dic
   decision             {"kind": "accept"|"edit"|"redirect"|"skip"|"stop", "text", "parent"}
   steer                {"action": "pin"|"unpin"|"prune"|"unprune", "id", "pinned", "pruned"}
   usage                {"input_tokens", "output_tokens", "cost_usd", "elapsed_s"}
+  retry                {"service", "attempt": the try that failed, "attempts": tries allowed,
+                        "reason": "timeout"|"HTTP 429"|"HTTP 529"|..., "what", "wait_s"}
+  evaluation_step      {"sample", "id": the candidate's, "text": the step that ended and its
+                        seconds ("built and constructed (2.1 s)", "trial 1 of 5 matches ...")}
   notice               {"text"}   (e.g. "no API key: using the builtin provider")
   confirming           {"finalists": ids, "rounds"}   (the final judging begins, confirm.py)
   confirmed            {"judged": [...], "best": id, "before": the best's id before it}
@@ -32,8 +36,8 @@ import time
 from dataclasses import dataclass, field
 
 KINDS = frozenset({"started", "iteration_started", "candidate_generated", "evaluated",
-                   "recommendation", "decision", "steer", "usage", "notice", "confirming",
-                   "confirmed", "finished"})
+                   "recommendation", "decision", "steer", "usage", "notice", "retry",
+                   "evaluation_step", "confirming", "confirmed", "finished"})
 
 
 def checked(kind: str) -> str:

@@ -19,6 +19,7 @@ The run's state is saved in its folder as it goes (saved.py): an interrupted run
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -27,16 +28,18 @@ from .. import artifacts, measures
 from ..agents import make_agents
 from ..agents.base import AnalysisRequest, GenerationRequest, Recommendation
 from ..agents.feedback import profile_summary
+from ..agents.history import Outcome, outcomes as outcomes_of
 from ..executors import ExecutorError
 from ..problem import ProblemError
 from ..providers import ProviderError
 from ..result import CORRECT, GENERATION_FAILURE, Result
-from . import confirm
+from . import confirm, feasible
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP
 from .journal import slot_file
 from .plans import Job, Plan, functional_plans, jobs, sample_temperature
 from .records import Attempt
 from .search import Branch
+from .standing import Standing
 
 
 class Loop:
@@ -84,15 +87,15 @@ class Loop:
         s, config = self.s, self.s.agents_config
         config.precision = s.options.precision
         s.generator, s.analyst, s.provider_description, notices = make_agents(config)
+        refuse_an_unworkable_target(s, notices)
         for notice in notices:
             self.emit("notice", 0, text=notice)
         if "compile" in s.options.baselines:
             self.emit("notice", 0, text="the first evaluation also measures the reference "
                       "(eager and torch.compile; a first torch.compile can take ~30 s on a "
                       "small CPU); it is cached per problem and device")
-        available = s.target.availability()
         self.emit("started", s.next_iteration, problem=s.problem.name, target=s.target.name,
-                  device=s.target.device() if available.runs else available.reason,
+                  device=feasible.where_it_runs(s.target),
                   provider=s.provider_description, model=config.model,
                   analysis_model=config.analysis_model, iterations=s.budget.iterations,
                   samples=s.budget.samples, search=s.search.name, width=s.search.width,
@@ -239,7 +242,8 @@ class Loop:
                                   objective=measures.objective_text(best.result,
                                                                     s.options.objective),
                                   alternatives=max(0, s.budget.samples - 1),
-                                  elsewhere=list(dict.fromkeys(elsewhere)))
+                                  elsewhere=list(dict.fromkeys(elsewhere)),
+                                  candidate=best.id, outcomes=self.outcomes(iteration))
         recommendation = s.analyst.analyse(request)
         s._last_recommendation = recommendation
         s.ledger.add(recommendation.usage)
@@ -248,6 +252,12 @@ class Loop:
                   usage=vars(recommendation.usage), parent=best.id)
         s.journal.save_recommendation(iteration, slot, best.id, recommendation, request.summary)
         return recommendation
+
+    def outcomes(self, iteration: int) -> list[Outcome]:
+        """The earlier rounds' attempts and what came of them, for an agent's prompt."""
+        s = self.s
+        return outcomes_of(list(s.history), lambda shown: Standing(s.options).of(shown)[0],
+                           iteration)
 
     # --- a round's samples --------------------------------------------------------------------
     def round(self, iteration: int, plans: list[Plan], functional: bool = False) -> int:
@@ -271,7 +281,7 @@ class Loop:
         asked = [one(job) for job in todo[:first]]      # estimate the others reserve
         if len(todo) > first:
             with ThreadPoolExecutor(len(todo) - first) as pool:
-                asked += pool.map(one, todo[first:])
+                asked += pool.map(in_this_context(one), todo[first:])
         return sum(asked)
 
     def generate(self, iteration: int, job: Job) -> None:
@@ -288,7 +298,9 @@ class Loop:
                  if only is None or iteration in only],
             translate_from=s.translate_from, sample=job.sample, variant=job.variant,
             precision=s.options.precision, deadline=s.ledger.deadline(), variation=said,
-            temperature=sample_temperature(s.agents_config.temperatures, job.rank, samples))
+            temperature=sample_temperature(s.agents_config.temperatures, job.rank, samples),
+            parent=base.id if base is not None and base.code else None,
+            outcomes=self.outcomes(iteration))
         generation = s.generator.generate(request)
         s.ledger.add(generation.usage)
         parent = base.id if base is not None and base.code else None
@@ -345,3 +357,18 @@ class Loop:
         folder = s.folder / "confirm" / f"{attempt.id}-{round_}"
         options = dataclasses.replace(s._options_for(attempt.generation), ncu=False)
         return s.executor.evaluate(s.problem, attempt.code, s.target, options, folder)
+
+
+def in_this_context(fn):
+    """`fn`, run on a pool's thread in a copy of the caller's context (the retry listener of
+    providers/retry.py goes with it)."""
+    context = contextvars.copy_context()
+    return lambda *args: context.copy().run(fn, *args)
+
+
+def refuse_an_unworkable_target(s, notices: list[str]) -> None:
+    """Before any iteration: a target the agent cannot write, or whose candidates could be
+    neither run nor compiled here, ends the run with the reason (feasible.py)."""
+    why = feasible.refusal(s.generator, s.target, s.executor)
+    if why:
+        raise feasible.TargetError(" ".join([why + ".", *notices]))

@@ -22,7 +22,7 @@ from ..session.events import Event
 MIME = "application/vnd.kforge.run+json"
 RECORD_VERSION = 2
 UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "steer", "notice",
-             "confirming", "confirmed", "finished"}
+             "retry", "evaluation_step", "confirming", "confirmed", "finished"}
 MAX_KERNEL_EVENTS = 300     # timeline events of the best candidate, per lane
 TOP_KERNELS = 8             # kernels per lane in each candidate's profile table
 MAX_ERROR_MAPS = 8          # the latest candidates whose |candidate - reference| map is kept
@@ -98,7 +98,8 @@ def attempt_record(a, keep_map: bool, tie_with: str | None = None) -> dict:
             "decision_text": a.decision.text if a.decision else None,
             "parent": a.parent, "lineage": a.lineage,
             "applied": a.applied.title if a.applied else None,
-            "same_as": getattr(a, "same_as", None), "tie_with": tie_with}
+            "same_as": getattr(a, "same_as", None), "tie_with": tie_with,
+            "agent_notes": a.generation.notes if getattr(a, "generation", None) else None}
 
 
 def search_record(session) -> dict:
@@ -180,6 +181,11 @@ def status_line(run: list[Event], iterations: int, best) -> str:
     if e.kind == "candidate_generated":
         what = "evaluating…" if d.get("code") else f"no code: {d.get('failure')}"
         return f"{at}: candidate {e.iteration}.{d['sample']} {what}"
+    if e.kind == "evaluation_step":
+        return f"{at}: candidate {d['id']} evaluating: {d['text']}"
+    if e.kind == "retry":
+        return (f"{at}: {d['service']} attempt {d['attempt']} of {d['attempts']} failed "
+                f"({d['reason']}); retrying in {d['wait_s']:.1f} s")
     if e.kind == "evaluated":
         first = (d["result"]["message"].splitlines() or [""])[0][:120]
         return f"candidate {e.iteration}.{d['sample']}: {d['result']['state']} ({first})"

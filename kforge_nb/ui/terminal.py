@@ -53,6 +53,13 @@ class Progress:
                 line += f" (from {d['parent']})"
             if r["state"] != "correct":
                 line += f": {r['message'].splitlines()[0][:160]}"
+        elif event.kind == "candidate_generated" and answered(d.get("notes")):
+            line = f"[{i}.{d['sample']}] agent: {answered(d['notes'])}"
+        elif event.kind == "evaluation_step":
+            line = f"  [{d['id']}] {d['text']}"
+        elif event.kind == "retry":
+            line = (f"retry: {d['service']} attempt {d['attempt']} of {d['attempts']} failed "
+                    f"({d['reason']}); trying again in {d['wait_s']:.1f} s")
         elif event.kind == "recommendation":
             line = f"[{i}] recommendation for {d['parent']}: {d['title']}" if d.get("parent") \
                 else f"[{i}] recommendation: {d['title']}"
@@ -69,6 +76,14 @@ class Progress:
                 line += f"\n{d['advice']}"
         if line:
             print(line, file=self.stream, flush=True)
+
+
+def answered(notes: str | None) -> str:
+    """What an agent said it did with the words it was given (the builtin agent's "applied:",
+    "already so:", "not applied:" phrases); "" where it said nothing of them."""
+    said = [p for p in (notes or "").split("; ")
+            if p.startswith(("applied:", "already so:", "not applied:"))]
+    return "; ".join(said)
 
 
 class TerminalPolicy:

@@ -1,7 +1,8 @@
 /**
  * JupyterLab (and Notebook 7) renderer for `application/vnd.kforge.run+json`: the run record a
  * `%%kforge` cell leaves in its output, drawn by the same view as the live widget, without a
- * kernel (controls off, "saved run — no kernel").
+ * kernel (controls off, "saved run — no kernel"), or, where this page drew the run live (the
+ * run's own report, shown when it ends), with the live run's kernel (live.ts).
  *
  * A cell run at a frontend holds the live widget, then this report. While the widget draws the
  * same run (or is still loading), the report stands aside, so a cell shows one view. When the
@@ -12,8 +13,8 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { ReportView, reportView } from './live';
 import { MIME_TYPE, RunRecord } from './record';
-import { RunView } from './view';
 
 export { MIME_TYPE };
 
@@ -21,7 +22,7 @@ const LOADING = 'Loading widget...'; // what @jupyter-widgets shows until a widg
 const GRACE_MS = 10_000; // how long a loading widget is waited for
 
 export class RunRenderer extends Widget implements IRenderMime.IRenderer {
-  private view: RunView | null = null;
+  private view: ReportView | null = null;
   private record: RunRecord | null = null;
   private observer: MutationObserver | null = null;
   private attachedAt = 0;
@@ -53,6 +54,12 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     this.observer = null;
   }
 
+  dispose(): void {
+    this.view?.dispose();
+    this.view = null;
+    super.dispose();
+  }
+
   /** Whether a live widget in this cell shows (or is about to show) this run. */
   private widgetShowsIt(): boolean {
     const area = this.node.closest('.jp-OutputArea');
@@ -76,14 +83,15 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     if (this.widgetShowsIt()) {
-      this.view?.root.remove();
+      this.view?.dispose();
       this.view = null;
       return;
     }
     if (this.view === null) {
-      this.view = new RunView(this.node, { renderer: 'mime' });
+      this.view = reportView(this.node, this.record); // live if this page ran it (live.ts)
+    } else {
+      this.view.update(this.record);
     }
-    this.view.update(this.record);
   }
 }
 

@@ -96,6 +96,9 @@ export interface Candidate {
   same_as?: string | null;
   /** The best it was faster than on its point, but not beyond their intervals: a tie. */
   tie_with?: string | null;
+  /** What the agent says of what it wrote (the builtin agent: each asked change applied,
+   * already so, or not applied); missing in a resumed run's earlier candidates. */
+  agent_notes?: string | null;
 }
 
 export interface Recommendation {
@@ -245,4 +248,12 @@ export function rooflineText(fraction: number | null | undefined, exceeded = fal
 export function busyText(note: string, ids: string[] = []): string {
   const which = ids.length ? ` (candidate${ids.length > 1 ? 's' : ''} ${ids.join(', ')})` : '';
   return `the machine was busy while timing${which}: speedups may be off${note ? `; ${note}` : ''}`;
+}
+
+/** The "from" cell: the decision and its words, the person's own where they edited or
+ * redirected (not the recommendation they turned away from). */
+export function fromText(a: Candidate): string {
+  const own = (a.decision === 'edit' || a.decision === 'redirect') && a.decision_text;
+  const words = own ? a.decision_text : a.recommendation;
+  return (a.decision || '') + (words ? `: ${words.slice(0, 60)}` : '');
 }

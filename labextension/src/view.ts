@@ -5,7 +5,8 @@
  *   header       problem, target, device, provider; "iteration i/N" and Stop while running, the
  *                end state and why once finished
  *   notes        timings that are not performance figures, the busy banner (a timing taken on a
- *                busy machine), notices, "saved run — no kernel"
+ *                busy machine), notices, "saved run — no kernel" (a report with no kernel behind
+ *                it: opened from disk; a live run's own report stays live, live.ts)
  *   status       what the session does now, and the kernel's reply to the last action
  *   candidates   one chip per candidate (unique ids), with its speedup and 95 % interval
  *                ("1.42x ±6%"), "tie" / "same as 0.0"; a click shows it in the tabs
@@ -21,7 +22,7 @@
 import { errorMap, kernelTable, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
 import { diffView } from './diff';
 import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
-import { Action, Candidate, RunRecord, Steer, busyText, firstLine, fixed, intervalText, num, percent, rooflineText, speedupText } from './record';
+import { Action, Candidate, RunRecord, Steer, busyText, firstLine, fixed, fromText, intervalText, num, percent, rooflineText, speedupText } from './record';
 import { treeTitle, treeView } from './tree';
 
 export type Renderer = 'widget' | 'mime';
@@ -78,6 +79,7 @@ export class RunView {
   private readonly buttons = {} as Record<Decision, HTMLButtonElement>;
   private readonly editText = textBox('edit', 'the recommendation, edited: Edit sends this', 4);
   private editFilled = '';
+  private editFor = ''; // the recommendation the Edit box was filled from
   private readonly redirectText = textBox('redirect', 'your own instruction: Redirect sends this', 3);
   private readonly controls: HTMLElement;
 
@@ -130,8 +132,10 @@ export class RunView {
     parent.appendChild(this.root);
   }
 
+  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
+   * this page (live.ts); never a report opened from disk. */
   get live(): boolean {
-    return this.host.renderer === 'widget' && this.host.send !== undefined;
+    return this.host.send !== undefined;
   }
 
   /** Draw a (new) record; `message` is the kernel's reply to the last action. */
@@ -249,8 +253,16 @@ export class RunView {
     if (this.editor.value === this.editorFilled && code !== this.editorFilled) {
       this.editor.value = this.editorFilled = code; // the user's own edit is never overwritten
     }
-    const recText = r.recommendation?.text || '';
-    if (this.editText.value === this.editFilled && recText !== this.editFilled) {
+    const asked = r.recommendation;
+    const recText = asked?.text || '';
+    const recFor = asked ? `${asked.iteration}:${asked.parent}:${asked.title}` : '';
+    if (recFor !== this.editFor) {
+      // a new recommendation: the Edit box holds it, whatever was typed for the last one (that
+      // was sent, or is moot), and the Redirect box is empty again
+      this.editFor = recFor;
+      this.editText.value = this.editFilled = recText;
+      this.redirectText.value = '';
+    } else if (this.editText.value === this.editFilled && recText !== this.editFilled) {
       this.editText.value = this.editFilled = recText;
     }
     this.evaluateButton.disabled = !this.live;
@@ -332,7 +344,7 @@ export class RunView {
       ...r.notices.map(text => el('div', { class: 'kforge-notice' }, text)),
       r.confirmation ? el('div', { class: 'kforge-notice', 'data-role': 'confirmation' }, r.confirmation) : null,
       r.summary.error ? el('div', { class: 'kforge-note' }, `⚠ ${r.summary.error}`) : null,
-      this.host.renderer === 'mime'
+      !this.live
         ? el(
             'div',
             { class: 'kforge-notice', 'data-role': 'saved-note' },
@@ -391,6 +403,7 @@ export class RunView {
     }
     return [
       this.head(sel, r),
+      sel.agent_notes ? el('div', { class: 'kforge-muted', 'data-role': 'agent-notes' }, `agent: ${sel.agent_notes}`) : null,
       codeBlock(sel.code),
       el(
         'h4',
@@ -488,7 +501,7 @@ export class RunView {
           el('span', { 'data-speedup': 'eager', title: intervalText(t.speedup_vs_eager_ci) || null }, speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)),
           el('span', { 'data-speedup': 'compile', title: intervalText(t.speedup_vs_compile_ci) || null }, speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)),
           rooflineText(a.result.roofline?.fraction_of_sol, !!a.result.roofline?.ceiling_exceeded),
-          (a.decision || '') + (a.recommendation ? `: ${a.recommendation.slice(0, 60)}` : ''),
+          fromText(a),
           [this.sameOrTie(a), a.result.state === 'correct' ? '' : firstLine(a.result.message, 90)].filter(x => x).join('; ')
         ].map(c => el('td', undefined, c))
       );

@@ -5,7 +5,8 @@
 //
 // SCENARIO: {"renderer": "widget" | "mime", "record": {...}, "steps": [STEP, ...]}; a STEP is
 // {"click": SELECTOR} | {"fill": SELECTOR, "value": TEXT} | {"record": {...}} (the kernel
-// syncs a new record) | {"message": TEXT} | {"snapshot": NAME}. A snapshot's "tree" lists the
+// syncs a new record) | {"message": TEXT} | {"report": {...}} (the run ended: the kernel clears
+// the widget and shows the report, drawn as index.ts draws it) | {"snapshot": NAME}. A snapshot's "tree" lists the
 // candidates tree's nodes (the node each is nested in, flags, tags, row text, Pin / Prune buttons). "widget" renders through the
 // anywidget entry (default export, with a model that records model.send); "mime" through
 // RunView as JupyterLab's renderer does (index.ts). Needs jsdom (`npm ci` in labextension/).
@@ -43,11 +44,11 @@ function set(name, value) {
 const host = document.createElement('div');
 document.body.appendChild(host);
 let mime = null;
+let cleanup = null;
 if (scenario.renderer === 'mime') {
-  mime = new view.RunView(host, { renderer: 'mime' });
-  mime.update(scenario.record);
+  mime = view.reportView(host, scenario.record); // opened from disk: no live model of its run
 } else {
-  view.default.render({ model, el: host });
+  cleanup = view.default.render({ model, el: host });
 }
 
 function snapshot() {
@@ -111,8 +112,12 @@ for (const step of scenario.steps || [{ snapshot: 'end' }]) {
     node.click();
   } else if (step.fill) {
     document.querySelector(step.fill).value = step.value;
+  } else if (step.report) {
+    cleanup?.(); // the kernel's clear_output: the widget's view goes, its model stays
+    cleanup = null;
+    mime = view.reportView(host, step.report);
   } else if (step.record) {
-    if (mime) {
+    if (mime && scenario.renderer === 'mime') {
       mime.update(step.record);
     } else {
       set('record', step.record);

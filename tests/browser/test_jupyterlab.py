@@ -339,6 +339,13 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
     assert board.decide("edit", "vectorise the inner loop over the row") == "waiting", \
         "the run ended after Edit"
     lab_page.shot("fifth-recommendation", focus=root)
+    # Issue 30: the Edit box holds the new recommendation, not the words sent for the last one;
+    # the Redirect box is empty again
+    board.tab("recommendation")
+    shown = board.root.locator("[data-role=recommendation] .kforge-rec-text").first.inner_text()
+    edit_box = board.root.locator("textarea[data-input=edit]").first.input_value()
+    assert edit_box == shown and "vectorise the inner loop" not in edit_box, edit_box
+    assert board.root.locator("textarea[data-input=redirect]").first.input_value() == ""
 
     # Evaluate my edit: the code tab's editor, judged on demand while the recommendation waits.
     before_ids, before_status = board.candidate_ids(), board.status()
@@ -361,6 +368,12 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
     board.show(stop).click()
     kforge_cell.locator("div.kforge-run[data-state=finished]").first.wait_for(timeout=STEP_MS)
     lab_page.shot("finished", focus=root)
+    # the run's own report, once the kernel has cleared the widget: still live (issue 30)
+    report = kforge_cell.locator("div.kforge-run[data-renderer=mime][data-state=finished]").first
+    report.wait_for(timeout=STEP_MS)
+    assert "saved run" not in report.inner_text(), "a live run that just finished says 'saved run'"
+    assert report.locator("button[data-action=evaluate]").first.is_enabled(), \
+        "Evaluate my edit is off in the report of a run that just finished live"
 
     for name in TABS:
         board.tab(name)
@@ -411,6 +424,8 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
     problems = []
     if saved.get_attribute("data-state") != "finished":
         problems.append(f"the saved report's data-state is {saved.get_attribute('data-state')!r}")
+    if "saved run — no kernel" not in saved.inner_text():
+        problems.append("the report opened from disk does not say 'saved run — no kernel'")
     if cells.nth(1).locator("div.kforge-run[data-renderer=widget]").count():
         problems.append("a live widget view is drawn after the reload")
     saved_ids = saved.locator("[data-role=candidate]").evaluate_all(

@@ -5,7 +5,9 @@ the request (`GenerationRequest.action`: the accepted recommendation's `action`;
 `variation_action`: the change a sample makes instead). Where only text came (a person's
 words in review mode, a recommendation recorded as text, a caller that sets no action), the
 text is read once, when the request comes in (`asked`): a JSON object after `action:` (as
-BuiltinAnalyst writes it), else a few plain-word forms. Everything after works on the data.
+BuiltinAnalyst writes it), else the words clause by clause (`read_words`), each clause a few
+plain-word forms or nothing the agent has a knob for. Everything after works on the data, and
+says what it did with each clause (`apply_all`): applied, already so, or not applied.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ def parse_action(instruction: str | None) -> dict:
     value = int(number.group(1)) if number else None
     if "autotun" in low:
         return {"kind": "autotune", "enable": True}
+    if re.search(r"avx-?512|zmm|512[- ]?bit|\b512\b.*vector|vector.*\b512\b", low):
+        return {"kind": "vector_width", "value": 512}
     if "num_warps" in low or "warps" in low:
         return {"kind": "warps", "value": value or 8}
     if "num_stages" in low or "stages" in low:
@@ -50,12 +54,41 @@ def parse_action(instruction: str | None) -> dict:
     return {"kind": "none"}
 
 
+# where a person's words part into requests: "unroll by 4 and use 512-bit vectors"
+CLAUSE_BREAK = re.compile(r"[;,\n]+|\.(?:\s+|$)|\b(?:and then|then|and|also|plus)\b", re.I)
+NO_KNOB = "the builtin agent has no knob for it"
+
+
+def read_words(text: str) -> tuple[list[dict], list[str]]:
+    """A person's words, clause by clause: the actions of the clauses a knob answers (in
+    order, each once), and the clauses none does (as written)."""
+    if re.search(r"action:\s*\{", text or ""):      # the analyst's own action, kept as data
+        return [parse_action(text)], []
+    actions, unknown = [], []
+    for clause in CLAUSE_BREAK.split(text or ""):
+        clause = clause.strip(" \t.:-")
+        if not clause:
+            continue
+        action = parse_action(clause)
+        if action["kind"] == "none":
+            unknown.append(clause)
+        elif action not in actions:
+            actions.append(action)
+    return actions, unknown
+
+
 @dataclass(frozen=True)
 class Asked:
     """What one request asks for, as data."""
     action: dict                 # the change to apply to the parent's knobs ("optimise")
     own_change: bool             # the sample makes a change of its own instead of the
     #                              instruction's (the analyst's next-ranked, another lineage's)
+    more: tuple = ()             # further changes a person's words asked for, after `action`
+    unknown: tuple = ()          # the clauses of a person's words no knob answers
+
+    @property
+    def actions(self) -> list[dict]:
+        return [self.action, *self.more]
 
 
 def asked(request) -> Asked:
@@ -66,7 +99,43 @@ def asked(request) -> Asked:
     if own_change:
         return Asked(given if given is not None else parse_action(request.variation), True)
     given = getattr(request, "action", None)
-    return Asked(given if given is not None else parse_action(request.instruction), False)
+    if given is not None:
+        return Asked(given, False)
+    actions, unknown = read_words(request.instruction or "")
+    return Asked(actions[0] if actions else {"kind": "none"}, False, tuple(actions[1:]),
+                 tuple(unknown))
+
+
+def apply_all(options, ask: Asked, conservative) -> tuple[object, list[str]]:
+    """Each asked change applied in turn; what was done with each, one phrase apiece:
+    "applied: ...", "already so: ..." (the knob had the value asked for), and
+    "not applied: <clause> (the builtin agent has no knob for it)"."""
+    said = []
+    for action in ask.actions:
+        if action.get("kind") == "none" and (ask.unknown or ask.more):
+            continue                       # the words asked something: said below
+        changed, sentence = apply_action(options, action, conservative)
+        if action.get("kind") in ("none", "done"):
+            said.append(sentence)
+        elif "does not apply" in sentence:
+            said.append(f"not applied: {sentence}")
+        elif changed == options:
+            said.append("already so: " + sentence.replace(" set to ", " is ", 1))
+        else:
+            said.append(f"applied: {sentence}{caveat(action)}")
+        options = changed
+    said += [f"not applied: {clause} ({NO_KNOB})" for clause in ask.unknown]
+    return options, said
+
+
+def caveat(action: dict) -> str:
+    """What an applied change cannot do on this machine, where that is known."""
+    if action.get("kind") == "vector_width" and action.get("value") == 512:
+        from .cpp.knobs import host_has_avx512
+        if not host_has_avx512():
+            return (" (this CPU has no AVX-512: the guarded pragma asks for 512-bit vectors "
+                    "only where the compiler targets AVX-512)")
+    return ""
 
 
 def apply_action(options, action: dict, conservative) -> tuple[object, str]:

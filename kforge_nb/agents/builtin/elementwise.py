@@ -29,6 +29,9 @@ def py_float(value) -> str:
     return repr(value)
 
 
+COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
 class Formulas:
     """Expressions for one language: 'cpp' (vectorisable helpers), 'std' (libm), 'triton'."""
 
@@ -100,8 +103,10 @@ class Formulas:
         if fn in ("exp", "log", "sqrt", "abs", "erf", "sigmoid", "tanh", "log1p", "sin", "cos",
                   "floor", "ceil"):
             return call(fn, x)
-        if fn == "eq":        # 1 where equal, else 0 (feeds first_index, never an output)
-            return sel(f"{args[0]} == {args[1]}", L(1), L(0))
+        if fn in COMPARISONS:     # 1 where it holds, else 0 (a mask for `where` or a product)
+            return sel(f"{args[0]} {COMPARISONS[fn]} {args[1]}", L(1), L(0))
+        if fn == "where":     # the condition is a 0 / 1 mask
+            return sel(f"{args[0]} != {L(0)}", args[1], args[2])
         if fn == "neg":
             return f"(-{x})"
         if fn == "rsqrt":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import Generation, GenerationRequest
-from .actions import apply_action, asked, parse_action
+from .actions import apply_all, asked, parse_action
 from .assemble import Built
 from .candidate import read_header
 from .capture import CaptureError, PartitionError, capture, partition
@@ -35,7 +35,8 @@ class BuiltinGenerator:
         applied, instructed = "", frozenset()   # the knobs the instruction set: the sweep keeps them
         if request.kind == "optimise":
             before = options
-            options, applied = apply_action(options, ask.action, target.conservative)
+            options, said = apply_all(options, ask, target.conservative)
+            applied = "; ".join(said)      # each clause of a person's words answered
             instructed = frozenset(f.name for f in dataclasses.fields(options)
                                    if getattr(options, f.name) != getattr(before, f.name))
         elif request.kind == "fix":

@@ -103,6 +103,11 @@ function busyText(note, ids = []) {
   const which = ids.length ? ` (candidate${ids.length > 1 ? "s" : ""} ${ids.join(", ")})` : "";
   return `the machine was busy while timing${which}: speedups may be off${note ? `; ${note}` : ""}`;
 }
+function fromText(a) {
+  const own = (a.decision === "edit" || a.decision === "redirect") && a.decision_text;
+  const words = own ? a.decision_text : a.recommendation;
+  return (a.decision || "") + (words ? `: ${words.slice(0, 60)}` : "");
+}
 
 // src/charts.ts
 var EAGER = "#1565c0";
@@ -625,6 +630,8 @@ var RunView = class {
     this.buttons = {};
     this.editText = textBox("edit", "the recommendation, edited: Edit sends this", 4);
     this.editFilled = "";
+    this.editFor = "";
+    // the recommendation the Edit box was filled from
     this.redirectText = textBox("redirect", "your own instruction: Redirect sends this", 3);
     const live = this.live;
     this.root = el("div", { class: "kforge-run", "data-renderer": host.renderer, "data-state": "running" });
@@ -673,8 +680,10 @@ var RunView = class {
     );
     parent.appendChild(this.root);
   }
+  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
+   * this page (live.ts); never a report opened from disk. */
   get live() {
-    return this.host.renderer === "widget" && this.host.send !== void 0;
+    return this.host.send !== void 0;
   }
   /** Draw a (new) record; `message` is the kernel's reply to the last action. */
   update(record, message = "") {
@@ -784,8 +793,14 @@ var RunView = class {
     if (this.editor.value === this.editorFilled && code !== this.editorFilled) {
       this.editor.value = this.editorFilled = code;
     }
-    const recText = r.recommendation?.text || "";
-    if (this.editText.value === this.editFilled && recText !== this.editFilled) {
+    const asked = r.recommendation;
+    const recText = asked?.text || "";
+    const recFor = asked ? `${asked.iteration}:${asked.parent}:${asked.title}` : "";
+    if (recFor !== this.editFor) {
+      this.editFor = recFor;
+      this.editText.value = this.editFilled = recText;
+      this.redirectText.value = "";
+    } else if (this.editText.value === this.editFilled && recText !== this.editFilled) {
       this.editText.value = this.editFilled = recText;
     }
     this.evaluateButton.disabled = !this.live;
@@ -859,7 +874,7 @@ var RunView = class {
       ...r.notices.map((text) => el("div", { class: "kforge-notice" }, text)),
       r.confirmation ? el("div", { class: "kforge-notice", "data-role": "confirmation" }, r.confirmation) : null,
       r.summary.error ? el("div", { class: "kforge-note" }, `\u26A0 ${r.summary.error}`) : null,
-      this.host.renderer === "mime" ? el(
+      !this.live ? el(
         "div",
         { class: "kforge-notice", "data-role": "saved-note" },
         `${SAVED}: the buttons and the editor are off (with the run's kernel, \`%kforge eval VAR\` judges an edit and \`%kforge last\` shows the run again)`
@@ -908,6 +923,7 @@ var RunView = class {
     }
     return [
       this.head(sel, r),
+      sel.agent_notes ? el("div", { class: "kforge-muted", "data-role": "agent-notes" }, `agent: ${sel.agent_notes}`) : null,
       codeBlock(sel.code),
       el(
         "h4",
@@ -997,7 +1013,7 @@ var RunView = class {
           el("span", { "data-speedup": "eager", title: intervalText(t.speedup_vs_eager_ci) || null }, speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)),
           el("span", { "data-speedup": "compile", title: intervalText(t.speedup_vs_compile_ci) || null }, speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)),
           rooflineText(a.result.roofline?.fraction_of_sol, !!a.result.roofline?.ceiling_exceeded),
-          (a.decision || "") + (a.recommendation ? `: ${a.recommendation.slice(0, 60)}` : ""),
+          fromText(a),
           [this.sameOrTie(a), a.result.state === "correct" ? "" : firstLine(a.result.message, 90)].filter((x) => x).join("; ")
         ].map((c) => el("td", void 0, c))
       );
@@ -1050,9 +1066,50 @@ var RunView = class {
   }
 };
 
+// src/live.ts
+var KEY = "__kforge_live_runs__";
+function models() {
+  const g = globalThis;
+  const found = g[KEY] || /* @__PURE__ */ new Map();
+  g[KEY] = found;
+  return found;
+}
+function remember(model) {
+  const record = model.get("record");
+  if (record && record.run_id) {
+    models().set(record.run_id, model);
+  }
+}
+function reportView(parent, record) {
+  const model = record.run_id ? models().get(record.run_id) : void 0;
+  const view = new RunView(parent, { renderer: "mime", send: model ? (action) => model.send(action) : void 0 });
+  let shown = record;
+  const draw = () => {
+    const newer = model ? model.get("record") : void 0;
+    const current = newer && newer.state === "finished" ? newer : shown;
+    view.update(current, model ? model.get("message") || "" : "");
+  };
+  model?.on("change:record", draw);
+  model?.on("change:message", draw);
+  draw();
+  return {
+    view,
+    update(next) {
+      shown = next;
+      draw();
+    },
+    dispose() {
+      model?.off("change:record", draw);
+      model?.off("change:message", draw);
+      view.root.remove();
+    }
+  };
+}
+
 // src/widget.ts
 var widget_default = {
   render({ model, el: el2 }) {
+    remember(model);
     const view = new RunView(el2, { renderer: "widget", send: (action) => model.send(action) });
     const draw = () => view.update(model.get("record"), model.get("message") || "");
     draw();
@@ -1067,5 +1124,6 @@ var widget_default = {
 };
 export {
   RunView,
-  widget_default as default
+  widget_default as default,
+  reportView
 };

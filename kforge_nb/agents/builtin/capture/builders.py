@@ -10,7 +10,11 @@ import torch
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, attr_expr, resolve
 from .ir import FLOAT, Node, broadcast, normalise_dims, reduced_shape
+from .ops_matmul import diagonal_product, vector_product
 from .value_names import sanitise
+
+
+PROMOTING = {"add", "sub", "mul", "div", "maximum", "minimum"}
 
 
 class Builders:
@@ -32,6 +36,11 @@ class Builders:
 
     def pw(self, fn: str, *args, name: str | None = None, **attrs) -> Node:
         tensors = [a for a in args if isinstance(a, Node) and a.is_tensor]
+        if fn in PROMOTING and any(t.dtype == FLOAT for t in tensors):
+            # a boolean or integer tensor beside a float32 one (x * mask): torch promotes it
+            args = tuple(self.as_float(a) if a in tensors and a.dtype != FLOAT else a
+                         for a in args)
+            tensors = [a for a in args if isinstance(a, Node) and a.is_tensor]
         if not tensors or any(t.dtype != FLOAT for t in tensors):
             raise Unlowerable(f"{fn} on non-float32 tensors")
         return self.add(Node(self.fresh(name or fn), "pointwise", fn, tuple(args), attrs,
@@ -44,17 +53,32 @@ class Builders:
         if isinstance(dims, Node):
             raise Unlowerable("reduction over a dimension computed at run time")
         dims = normalise_dims(dims, len(x.shape))
+        if all(x.shape[d] == 1 for d in dims) and kind != "first_index" and not correction:
+            return self.squeezed(x, dims, keepdim)     # one element each: nothing to reduce
         dtype = torch.int64 if kind == "first_index" else FLOAT
         return self.add(Node(self.fresh(name or kind), "reduce", kind, (x,),
                              {"dims": dims, "keepdim": bool(keepdim), "correction": correction},
                              reduced_shape(x.shape, dims, keepdim), dtype, self.label()))
 
-    def scan(self, kind: str, x, dim: int) -> Node:
-        """A running reduction along one dim (cumsum): same shape as x."""
+    def squeezed(self, x: Node, dims: tuple, keepdim: bool) -> Node:
+        """x without its size-1 `dims` (a reduction over them): x itself when they are kept."""
+        if keepdim or not dims:
+            return x
+        return self.view(x, reduced_shape(x.shape, dims, False), "{0}.squeeze(%r)" % (dims,),
+                         [x], name=f"{x.name}_squeezed")
+
+    def scan(self, kind: str, x, dim: int, reverse: bool = False,
+             exclusive: bool = False) -> Node:
+        """A running sum or product along one dim (cumsum, cumprod): same shape as x.
+        `reverse` runs it from the last element to the first (a flipped cumsum flipped back);
+        `exclusive` leaves the element itself out (a sum: 0 first)."""
         if not isinstance(x, Node) or not x.is_tensor or x.dtype != FLOAT or not x.shape:
             raise Unlowerable(f"cumulative {kind} of a non-float32 tensor")
         dims = normalise_dims(dim, len(x.shape))
-        return self.add(Node(self.fresh(f"cum{kind}"), "scan", kind, (x,), {"dims": dims},
+        if x.shape[dims[0]] == 1 and not exclusive:
+            return x
+        return self.add(Node(self.fresh(f"cum{kind}"), "scan", kind, (x,),
+                             {"dims": dims, "reverse": reverse, "exclusive": exclusive},
                              x.shape, FLOAT, self.label()))
 
     def view(self, x: Node, shape: tuple, expr: str, args: list, name: str | None = None) -> Node:
@@ -69,15 +93,53 @@ class Builders:
         return self.view(vector, tuple(vector.shape) + (1,) * (rank - 2),
                          "{0}.view(-1%s)" % ones, [vector], name=f"{vector.name}_per_channel")
 
-    def matmul(self, kind: str, a, b, bias) -> Node:
+    def matmul(self, kind: str, a, b, bias, shape: tuple | None = None) -> Node:
+        """A matrix product; `shape` when it is not the fx node's own value (a reshaped
+        einsum)."""
+        if bias is None and shape is None and kind in ("matmul", "mm"):
+            scaled = diagonal_product(self, a, b)
+            if scaled is None:
+                scaled = vector_product(self, a, b)
+            if scaled is not None:
+                return scaled
         out = self.values.get(self.fx)
         tensors = [t for t in (a, b, bias) if t is not None]
         if not isinstance(out, torch.Tensor) or any(not isinstance(t, Node) or t.dtype != FLOAT
                                                     for t in tensors):
             raise Unlowerable("matmul on non-float32 tensors")
         args = (a, b) if bias is None else (a, b, bias)
-        return self.add(Node(self.fresh(self.base_name()), "matmul", kind, args, {},
-                             tuple(out.shape), FLOAT, self.label()))
+        name = self.fresh(self.base_name() if shape is None else f"{self.base_name()}_product")
+        return self.add(Node(name, "matmul", kind, args, {},
+                             tuple(out.shape) if shape is None else tuple(shape), FLOAT,
+                             self.label()))
+
+    def as_float(self, x: Node, name: str | None = None) -> Node:
+        """An integer or boolean tensor (class indices, a mask) as float32, for the kernels."""
+        if not isinstance(x, Node) or not x.is_tensor:
+            raise Unlowerable("not a tensor")
+        if x.dtype == FLOAT:
+            return x
+        return self.add(Node(self.fresh(name or f"{x.name}_float"), "host", "view", (x,),
+                             {"expr": "{0}.to(torch.float32)"}, x.shape, FLOAT, self.label()))
+
+    def iota(self, like: Node, dim: int, rank: int) -> Node:
+        """0, 1, 2, ... along `dim` of `like`, shaped to broadcast at that dim of a tensor of
+        `rank` dims: the index an elementwise mask compares (a class, a row, a column). It
+        reads the size off `like` where `like` is ready before any kernel runs, else off the
+        captured shape."""
+        size, device = like.shape[dim], like
+        if like.op not in ("input", "param", "matmul"):
+            device = next((n for n in self.nodes if n.op == "input" and n.is_tensor), None)
+            if device is None:
+                raise Unlowerable("no tensor to place an index on")
+        count = "{0}.shape[%d]" % dim if device is like else str(size)
+        trailing = rank - 1 - (dim % rank)
+        shape = (size,) + (1,) * trailing
+        expr = f"torch.arange({count}, device={{0}}.device, dtype=torch.float32)"
+        if trailing:
+            expr += ".view(-1" + ", 1" * trailing + ")"
+        return self.add(Node(self.fresh(f"{like.name}_index{dim}"), "host", "view", (device,),
+                             {"expr": expr}, shape, FLOAT, self.label()))
 
     def param(self, path: str) -> Node | None:
         if path in self.params:

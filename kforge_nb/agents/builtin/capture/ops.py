@@ -15,14 +15,18 @@ import ast
 
 import torch
 
-from .ops_matmul import c_linear, c_matmul
+from .ops_losses import LOSS, loss_module, c_binary_cross_entropy, c_cosine_embedding_loss, \
+    c_cosine_similarity, c_cross_entropy, c_hinge_embedding_loss, c_huber_loss, c_kl_div, \
+    c_l1_loss, c_mse_loss, c_nll_loss, c_pairwise_distance, c_smooth_l1_loss, \
+    c_triplet_margin_loss
+from .ops_matmul import c_diag, c_einsum, c_linear, c_matmul, c_triangle
 from .ops_norms import c_batch_norm, c_group_norm, c_instance_norm, c_layer_norm, c_normalize, \
     c_rms_norm
 from .ops_pointwise import SIMPLE_UNARY, binary, c_celu, c_clamp, c_div, c_dropout, c_elu, \
-    c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_max_min, c_pow, c_relu6, c_selu, c_softplus, \
-    unary
-from .ops_reduce import c_adaptive_avg_pool, c_arg_reduce, c_cumsum, c_logsumexp, c_norm, \
-    c_reduce, c_softmax, c_var_std, c_vector_norm
+    c_float, c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_max_min, c_pow, c_relu6, c_selu, \
+    c_softplus, unary
+from .ops_reduce import c_adaptive_avg_pool, c_arg_reduce, c_cat, c_flip, c_logsumexp, c_norm, \
+    c_reduce, c_scan, c_softmax, c_var_std, c_vector_norm
 
 REQUIRED = object()
 
@@ -86,7 +90,9 @@ FUNCTIONS.update({
     "adaptive_avg_pool2d": (c_adaptive_avg_pool, "input, output_size"),
     "adaptive_avg_pool3d": (c_adaptive_avg_pool, "input, output_size"),
     "argmax": c_arg_reduce("max"), "argmin": c_arg_reduce("min"),
-    "cumsum": (c_cumsum, "input, dim, dtype=None"),
+    "cumsum": c_scan("sum"), "cumprod": c_scan("prod"),
+    "diag": (c_diag, "input, diagonal=0"),
+    "triu": c_triangle(True), "tril": c_triangle(False),
     "linear": (c_linear, "input, weight, bias=None"),
     "matmul": c_matmul("matmul"), "mm": c_matmul("mm", "input, mat2"),
     "bmm": c_matmul("bmm", "input, mat2"),
@@ -94,9 +100,36 @@ FUNCTIONS.update({
     "contiguous": (c_identity, "input, memory_format=None"),
     "clone": (c_identity, "input, memory_format=None"),
     "detach": (c_identity, "input"),
+    "float": (c_float, "input, memory_format=None"),
+    "mse_loss": (c_mse_loss, LOSS + ", weight=None"),
+    "l1_loss": (c_l1_loss, LOSS + ", weight=None"),
+    "smooth_l1_loss": (c_smooth_l1_loss, LOSS + ", beta=1.0"),
+    "huber_loss": (c_huber_loss, LOSS + ", delta=1.0, weight=None"),
+    "kl_div": (c_kl_div, LOSS + ", log_target=False"),
+    "cross_entropy": (c_cross_entropy, "input, target, weight=None, size_average=None, "
+                                       "ignore_index=-100, reduce=None, reduction='mean', "
+                                       "label_smoothing=0.0"),
+    "nll_loss": (c_nll_loss, "input, target, weight=None, size_average=None, "
+                             "ignore_index=-100, reduce=None, reduction='mean'"),
+    "binary_cross_entropy": (c_binary_cross_entropy, "input, target, weight=None, "
+                                                     "size_average=None, reduce=None, "
+                                                     "reduction='mean'"),
+    "hinge_embedding_loss": (c_hinge_embedding_loss, "input, target, margin=1.0, "
+                                                     "size_average=None, reduce=None, "
+                                                     "reduction='mean'"),
+    "pairwise_distance": (c_pairwise_distance, "x1, x2, p=2.0, eps=1e-06, keepdim=False"),
+    "cosine_similarity": (c_cosine_similarity, "x1, x2, dim=1, eps=1e-08"),
+    "cosine_embedding_loss": (c_cosine_embedding_loss, "input1, input2, target, margin=0.0, "
+                                                       "size_average=None, reduce=None, "
+                                                       "reduction='mean'"),
+    "triplet_margin_loss": (c_triplet_margin_loss, "anchor, positive, negative, margin=1.0, "
+                                                   "p=2.0, eps=1e-06, swap=False, "
+                                                   "size_average=None, reduce=None, "
+                                                   "reduction='mean'"),
 })
-# var/std have two calling conventions; they bind their own arguments.
-RAW = {"var": c_var_std("var"), "std": c_var_std("std")}
+# These have more than one calling convention; they bind their own arguments.
+RAW = {"var": c_var_std("var"), "std": c_var_std("std"), "einsum": c_einsum, "flip": c_flip,
+       "cat": c_cat}
 
 OPERATORS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "pow": "pow",
              "neg": "neg", "matmul": "matmul"}
@@ -152,4 +185,4 @@ def module_call(module: torch.nn.Module, path: str, x, lw):
             "input": x, "weight": p("weight"), "bias": p("bias"), "eps": module.eps,
             "use_input_stats": module.training or not module.track_running_stats})
     make = table.get(kind)
-    return make() if make else None
+    return make() if make else loss_module(module, lw, FUNCTIONS)

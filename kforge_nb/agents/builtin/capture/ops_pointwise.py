@@ -114,3 +114,10 @@ def c_dropout(lw, a):
 
 def c_identity(lw, a):
     return a["input"]
+
+
+def c_float(lw, a):
+    """x.float() of an integer or boolean tensor (a mask, class labels): a conversion in
+    forward, float32 from there on."""
+    x = a["input"]
+    return lw.as_float(x) if isinstance(x, Node) and x.is_tensor else None

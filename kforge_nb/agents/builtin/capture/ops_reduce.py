@@ -6,9 +6,13 @@ exp(x - max), sum, divide. A converter returns None when it cannot express a cal
 """
 from __future__ import annotations
 
+import re
+
 import torch
 
-from .ir import normalise_dims
+from .ir import Node, normalise_dims
+
+NARROW_FROM_0 = re.compile(r"^\{0\}\.narrow\((dim=)?-?\d+, (start=)?0, ")
 
 def c_reduce(kind: str):
     def convert(lw, a):
@@ -58,6 +62,9 @@ def c_softmax(log: bool):
 
 def c_logsumexp(lw, a):
     x, base = a["input"], lw.base_name()
+    dims = normalise_dims(a["dim"], len(x.shape))
+    if all(x.shape[d] == 1 for d in dims):       # one element: the log of its exp is itself
+        return lw.squeezed(x, dims, a["keepdim"])
     row_max = lw.reduce("max", x, a["dim"], True, name=f"{base}_max")
     exps = lw.pw("exp", lw.pw("sub", x, row_max, name=f"{base}_shifted"), name=f"{base}_exp")
     total = lw.reduce("sum", exps, a["dim"], True, name=f"{base}_sum")
@@ -117,7 +124,66 @@ def c_arg_reduce(kind: str):
     return convert, "input, dim=None, keepdim=False"
 
 
-def c_cumsum(lw, a):
-    if a.get("dtype") not in (None, torch.float32):
+def c_scan(kind: str):
+    """cumsum / cumprod. Of a flipped tensor (x.flip(d), as a reverse cumsum is written) it
+    is a reverse scan of x, flipped: a flip right after cancels that flip (c_flip)."""
+    def convert(lw, a):
+        if a.get("dtype") not in (None, torch.float32):
+            return None
+        x, dim = a["input"], a["dim"]
+        flipped = flipped_source(x)
+        if flipped is not None and flipped[1] == normalise_dims(dim, len(x.shape)):
+            return flip(lw, lw.scan(kind, flipped[0], dim, reverse=True), flipped[1])
+        return lw.scan(kind, x, dim)
+    return convert, "input, dim, dtype=None"
+
+
+def flipped_source(node) -> tuple | None:
+    """(x, dims) for a node that is x.flip(dims), else None."""
+    if getattr(node, "op", None) == "host" and node.attrs.get("flip") is not None:
+        return node.args[0], node.attrs["flip"]
+    return None
+
+
+def flip(lw, x, dims: tuple):
+    """x.flip(dims) kept in torch (a copy), marked so that a scan or a second flip sees it."""
+    return lw.add(Node(lw.fresh(f"{x.name}_flipped"), "host", "kept", (x,),
+                       {"expr": "{0}.flip(%r)" % (dims,), "allow": "flip", "label": "flip",
+                        "flip": dims}, x.shape, x.dtype, lw.label()))
+
+
+def c_flip(lw, args, kwargs):
+    """torch.flip(x, dims) and x.flip(*dims)."""
+    x = args[0]
+    dims = kwargs.get("dims", args[1] if len(args) == 2 else list(args[1:]))
+    if not isinstance(x, Node) or not x.is_tensor or dims in (None, [], ()):
         return None
-    return lw.scan("sum", a["input"], a["dim"])
+    dims = normalise_dims(list(dims) if isinstance(dims, (tuple, list)) else dims, len(x.shape))
+    flipped = flipped_source(x)
+    if flipped is not None and flipped[1] == dims:
+        return flipped[0]                     # flipped twice: x itself
+    return flip(lw, x, dims)
+
+
+def c_cat(lw, args, kwargs):
+    """cat((zeros, cumsum(x.narrow(dim, 0, n - 1))), dim): an exclusive cumsum of x (each
+    element the sum of those before it), written by the scan itself, not three copies."""
+    tensors = args[0] if args else kwargs.get("tensors")
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != 2 or not isinstance(dim, int):
+        return None
+    zeros, scan = tensors
+    if not all(isinstance(t, Node) and t.is_tensor for t in tensors) or scan.op != "scan" or \
+            scan.fn != "sum" or scan.attrs.get("reverse") or zeros.op != "host" or \
+            zeros.attrs.get("label") != "zeros_like":
+        return None
+    narrow, dims = scan.args[0], normalise_dims(dim, len(scan.shape))
+    if narrow.op != "host" or not NARROW_FROM_0.match(narrow.attrs.get("expr", "")) or \
+            scan.attrs["dims"] != dims or zeros.shape[dims[0]] != 1:
+        return None
+    x = narrow.args[0]
+    expected = list(scan.shape)
+    expected[dims[0]] += 1
+    if list(x.shape) != expected or x.dtype != torch.float32:
+        return None
+    return lw.scan("sum", x, dims[0], exclusive=True)

@@ -120,14 +120,17 @@ class Group:
     def add_pointwise(self, node: Node, external_ok: bool) -> bool:
         inside = [a for a in node.tensor_args() if a in self.cover]
         spaces = {self.space[a] for a in inside}
-        if not external_ok and spaces <= {"free"}:
+        whole = numel(node.shape) == self.size_of(self.all_ids())
+        if not external_ok and spaces <= {"free"} and not whole:
             # Only inputs from outside (a per-channel scale, say): computed where it is used,
             # at the index it broadcasts to; it must broadcast into the group's first tensor.
+            # (One the size of the whole index space is an element value like any other: the
+            # second distance of a triplet loss reduces beside the first.)
             space, cover = "free", self.broadcast_cover(node.shape)
             if cover is None or node in self.no_free:
                 return False
         else:
-            space = "full" if numel(node.shape) == self.size_of(self.all_ids()) else "kept"
+            space = "full" if whole else "kept"
             if space == "kept" and numel(node.shape) != self.size_of(self.kept_ids()):
                 return False
             ids = self.all_ids() if space == "full" else self.kept_ids()
@@ -199,6 +202,8 @@ class Group:
     def add_view(self, node: Node, external_ok: bool) -> bool:
         x = node.args[0] if node.args else None
         if not node.attrs.get("reshape") or x not in self.cover or x not in self.members:
+            return False
+        if self.space[x] == "free" and node in self.no_free:
             return False
         if self.space[x] == "full":
             cover = self.map_shape(node.shape, self.all_ids(), split=True)
@@ -361,6 +366,9 @@ def partition(graph: Graph) -> Schedule:
         escaped = {m for g in plan.groups for m in g.outputs if g.space[m] == "free"}
         if not escaped:
             return plan
+        if escaped <= no_free:
+            raise PartitionError("a value computed inside a kernel is needed outside it: " +
+                                 ", ".join(sorted(m.name for m in escaped)))
         no_free |= escaped
 
 

@@ -96,7 +96,9 @@ class CppGemm:
     def __init__(self, node: Node, name: str, epilogue: KernelPlan | None, options: CppOptions):
         self.node, self.name, self.ep, self.o = node, name, epilogue, options
         self.kind, self.a, self.b, self.batched = layout(node)
-        self.matvec = self.kind == "nt" and self.b is node.args[1] and node.fn != "linear"
+        # one column: x (K, 1) read as (1, K), or a Linear to one output (its weight is (1, K))
+        self.matvec = self.kind == "nt" and self.b is node.args[1] and not self.batched and \
+            (node.fn != "linear" or node.shape[-1] == 1)
         self.bias = node.args[2] if len(node.args) > 2 else None
         operands = {self.a, self.b, self.bias, node}
         self.ep_inputs = [n for n in (epilogue.inputs if epilogue else []) if n not in operands]
@@ -233,6 +235,11 @@ class CppGemm:
         self.helpers |= writer.f.used
         return out + writer.lines
 
+    def column_stored(self) -> bool:
+        """B as stored has N as its last dim: (K, N), or the x (K, 1) of a matrix-vector
+        product (a Linear's weight and a transposed B are (N, K))."""
+        return self.kind != "nt" or (self.matvec and self.node.fn != "linear")
+
     def launcher(self, function: str) -> list[str]:
         a, b, ep = self.a, self.b, self.ep
         args = [a, b] + ([self.bias] if self.bias is not None else []) + self.ep_inputs + \
@@ -249,7 +256,7 @@ class CppGemm:
                       f"    rhs = {b.name}.contiguous()",
                       "    batches = 1",
                       "    M, K = lhs.shape",
-                      f"    N = {'rhs.shape[0]' if self.kind == 'nt' and not self.matvec else 'rhs.shape[-1]'}",
+                      f"    N = {'rhs.shape[-1]' if self.column_stored() else 'rhs.shape[0]'}",
                       f"    shape = (*{a.name}.shape[:-1], N)"]
         for x in self.ep_inputs:
             lines.append(f"    {x.name} = {x.name}.contiguous()")

@@ -134,8 +134,12 @@ class CppKernel(Passes):
         for m in nodes:
             if m.op == "scan":        # the running sum so far, in the sequential scan loop
                 acc = f"{m.name}_acc" + ("[slot]" if self.lanes else "")
-                self.emit(f"{acc} += {self.value(m.args[0], m, 0)};")
-                self.emit(f"const float {m.name} = (float){acc};")
+                if m.attrs.get("exclusive"):          # the sum before this element
+                    self.emit(f"const float {m.name} = (float){acc};")
+                step = "*=" if m.fn == "prod" else "+="
+                self.emit(f"{acc} {step} {self.value(m.args[0], m, 0)};")
+                if not m.attrs.get("exclusive"):
+                    self.emit(f"const float {m.name} = (float){acc};")
             elif assign_kept and self.lanes:
                 self.emit(f"{m.name}[slot] = {self.formula(m)};")
             elif assign_kept:
@@ -165,7 +169,7 @@ class CppKernel(Passes):
         if any(r.fn in ("mean", "first_index") for s in p.passes for r in s):
             count = " * ".join(r.size_name for r in p.reduce)
             self.emit(f"const int64_t reduce_count = {count};  // elements per reduction")
-        if not p.rows and not p.lane:
+        if not p.rows and not p.lane and p.group.scan is None:   # a scan stays one task
             self.write_global()
         else:
             self.write_tasks()

@@ -95,7 +95,12 @@ class Passes:
         for k, r in enumerate(regions):
             if simd and k == len(regions) - 1 and self.plan.lane is None:
                 self.emit(f"#pragma omp simd{clause}")
-            self.open(f"for (int64_t {r.name} = 0; {r.name} < {r.size_name}; ++{r.name})")
+            scan = self.plan.group.scan
+            if scan is not None and scan.attrs.get("reverse"):     # from the last element
+                self.open(f"for (int64_t {r.name} = {r.size_name} - 1; {r.name} >= 0; "
+                          f"--{r.name})")
+            else:
+                self.open(f"for (int64_t {r.name} = 0; {r.name} < {r.size_name}; ++{r.name})")
         return len(regions)
 
     def accumulator(self, r: Node) -> tuple[str, str]:
@@ -254,12 +259,13 @@ class Passes:
         if scan is not None:
             self.emit(f"// the running sum runs along {self.plan.reduce[0].size_name} in order "
                       "(double accumulator, as torch's cumsum on the CPU)")
+            start = "1.0" if scan.fn == "prod" else "0.0"
             if self.lanes:
                 self.emit(f"double {scan.name}_acc[LANE_BLOCK];")
                 self.emit(f"for (int64_t slot = 0; slot < lane_count; ++slot) "
-                          f"{scan.name}_acc[slot] = 0.0;")
+                          f"{scan.name}_acc[slot] = {start};")
             else:
-                self.emit(f"double {scan.name}_acc = 0.0;")
+                self.emit(f"double {scan.name}_acc = {start};")
         elif self.plan.passes:
             self.emit("// final pass: compute and write the full-size outputs")
         depth = self.reduce_loops(simd=scan is None)

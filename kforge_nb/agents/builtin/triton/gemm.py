@@ -11,6 +11,10 @@ precision policy the candidate is written for (`TritonOptions.dot`):
 * "ieee": `tl.dot(..., input_precision="ieee")`, exact fp32 products on the FMA units;
 * "fma": the sum of broadcast products with `tl.sum`, exact fp32, for tiny shapes only.
 
+K is summed in panels of PANEL_K (a running sum per panel, then the panels' sums), so a long
+K is not one fp32 running sum. A product with one column (A @ x) is a matrix-vector product
+instead (`matvec.py`: fp64 sums, no padded tile).
+
 On a GPU a small @triton.autotune list keyed on (M, N, K) picks the tiles; under the CPU
 interpreter the launcher passes the options' tiles instead.
 """
@@ -20,6 +24,7 @@ from ..capture.ir import Node, transposed_source
 from ..capture.partition import Group, Schedule
 from ..elementwise import Formulas
 from ..kernel import KernelPlan
+from . import matvec
 from .group import distinct
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) for Hopper-class GPUs. The tiles are
@@ -32,8 +37,14 @@ PRODUCTS = {
     "fp16": "tl.dot(a.to(tl.float16), b.to(tl.float16), acc)  # fp16 tensor cores, fp32 sums",
     "tf32": 'tl.dot(a, b, acc, input_precision="tf32")  # tf32 tensor cores',
     "ieee": 'tl.dot(a, b, acc, input_precision="ieee")  # exact fp32 products',
-    "fma": "acc + tl.sum(a[:, :, None] * b[None, :, :], axis=1)  # exact fp32 products",
+    # "+ 0.0": Triton's combine pass turns a bare sum of broadcast products into a tl.dot,
+    # in tf32 on the GPU (Triton <= 3.6); the add keeps them exact fp32 products
+    "fma": "acc + tl.sum(a[:, :, None] * b[None, :, :] + 0.0, axis=1)  # exact fp32 products",
 }
+# K elements summed in one fp32 running sum before it is added to the total: a product whose
+# K (at capture) is longer is summed in panels (a K of a million: 256 panel sums, not one
+# running sum); a shorter one keeps the single loop, which Triton pipelines best
+PANEL_K = 4096
 
 
 def operands(node: Node) -> tuple[Node, Node, str, bool] | None:
@@ -87,7 +98,9 @@ class TritonGemm:
         self.ptr = dict(zip(self.ep_inputs, names[start:]))
         self.out_ptr = dict(zip(self.outputs, names[start + len(self.ep_inputs):]))
         self.pointer_params = names
-        self.autotuned = options.dot != "fma"
+        # one column of B: the matrix-vector body (fp64 sums; any dot setting gives the same)
+        self.matvec = matvec.is_matvec(node, self.batched)
+        self.autotuned = options.dot != "fma" or self.matvec
 
     # -- the kernel ------------------------------------------------------------------------------
     def kernel(self) -> str:
@@ -101,36 +114,9 @@ class TritonGemm:
             if self.ep else []
         lines = [f"def {self.name}({', '.join(params)}):",
                  f"    # C = A @ B{' + bias' if self.bias is not None else ''}"
-                 f"{', then ' + ', '.join(ops) if ops else ''}: one BLOCK_M x BLOCK_N tile of "
-                 "C per program.",
-                 "    # Programs are ordered in groups of GROUP_M tile-rows so that neighbouring",
-                 "    # programs reuse the same tiles of B from the cache.",
-                 "    pid = tl.program_id(0)",
-                 "    batch = tl.program_id(1)",
-                 "    tiles_m, tiles_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)",
-                 "    group = pid // (GROUP_M * tiles_n)",
-                 "    first_m = group * GROUP_M",
-                 "    group_size = min(tiles_m - first_m, GROUP_M)",
-                 "    pid_m = first_m + (pid % (GROUP_M * tiles_n)) % group_size",
-                 "    pid_n = (pid % (GROUP_M * tiles_n)) // group_size",
-                 "    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
-                 "    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
-                 "    offs_k = tl.arange(0, BLOCK_K)",
-                 "    a_ptrs = a_ptr + batch * stride_ab + offs_m[:, None] * stride_am + "
-                 "offs_k[None, :] * stride_ak",
-                 "    b_ptrs = b_ptr + batch * stride_bb + offs_k[:, None] * stride_bk + "
-                 "offs_n[None, :] * stride_bn",
-                 "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-                 "    for k in range(0, tl.cdiv(K, BLOCK_K)):",
-                 "        k_left = K - k * BLOCK_K",
-                 "        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < "
-                 "k_left), other=0.0)",
-                 "        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] "
-                 "< N), other=0.0)",
-                 *self.product(),
-                 "        a_ptrs += BLOCK_K * stride_ak",
-                 "        b_ptrs += BLOCK_K * stride_bk",
-                 "    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)"]
+                 f"{', then ' + ', '.join(ops) if ops else ''}"
+                 f"{': one BLOCK_M x BLOCK_N tile of C per program.' if not self.matvec else '.'}",
+                 *(matvec.body() if self.matvec else self.tile_body())]
         if self.bias is not None:
             lines.append("    acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, "
                          "other=0.0)[None, :]")
@@ -144,7 +130,7 @@ class TritonGemm:
         tail = []
         if self.autotuned:
             configs = TENSOR_CORE_CONFIGS if self.o.dot != "ieee" else FMA_CONFIGS
-            listed = ",\n        ".join(
+            listed = matvec.configs() if self.matvec else ",\n        ".join(
                 f"triton.Config({{'BLOCK_M': {m}, 'BLOCK_N': {n}, 'BLOCK_K': {k}, 'GROUP_M': 8}}"
                 f", num_stages={s}, num_warps={w})" for m, n, k, s, w in configs)
             tail = ["", "", "# On a GPU the autotuner times these tiles the first time a shape "
@@ -154,16 +140,64 @@ class TritonGemm:
                     f"key=['M', 'N', 'K'])({self.name})"]
         return "\n".join(head + lines + tail)
 
+    def tile_body(self) -> list[str]:
+        """The tiled product's lines from the program ids to the product in `acc`."""
+        return [
+            "    # Programs are ordered in groups of GROUP_M tile-rows so that neighbouring",
+            "    # programs reuse the same tiles of B from the cache.",
+            "    pid = tl.program_id(0)",
+            "    batch = tl.program_id(1)",
+            "    tiles_m, tiles_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)",
+            "    group = pid // (GROUP_M * tiles_n)",
+            "    first_m = group * GROUP_M",
+            "    group_size = min(tiles_m - first_m, GROUP_M)",
+            "    pid_m = first_m + (pid % (GROUP_M * tiles_n)) % group_size",
+            "    pid_n = (pid % (GROUP_M * tiles_n)) // group_size",
+            "    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+            "    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
+            "    offs_k = tl.arange(0, BLOCK_K)",
+            "    a_ptrs = a_ptr + batch * stride_ab + offs_m[:, None].to(tl.int64) * stride_am + "
+            "offs_k[None, :] * stride_ak",
+            "    b_ptrs = b_ptr + batch * stride_bb + offs_k[:, None] * stride_bk + "
+            "offs_n[None, :] * stride_bn",
+            *(self.panels() if self.a.shape[-1] > PANEL_K else
+              self.k_loop("    ", "range(0, tl.cdiv(K, BLOCK_K))", "K - k * BLOCK_K")),
+            "    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)"]
+
+    def panels(self) -> list[str]:
+        """K in panels of PANEL_K: each panel's products in a fp32 running sum of its own,
+        the panels' sums added after, so a long K is not one running sum over all of it."""
+        return [f"    # K in panels of {PANEL_K}: a fp32 running sum per panel, then the panels' sums",
+                "    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+                f"    for panel in range(0, K, {PANEL_K}):",
+                *self.k_loop("        ", f"range(panel, min(panel + {PANEL_K}, K), BLOCK_K)",
+                             "K - k"),
+                "        total += acc",
+                "    acc = total"]
+
+    def k_loop(self, pad: str, steps: str, k_left: str) -> list[str]:
+        """The running sum in `acc` of the products over `steps` (k: a step of BLOCK_K)."""
+        body = [f"    k_left = {k_left}",
+                "    a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), "
+                "other=0.0)",
+                "    b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), "
+                "other=0.0)",
+                *self.product(),
+                "    a_ptrs += BLOCK_K * stride_ak",
+                "    b_ptrs += BLOCK_K * stride_bk"]
+        return [pad + "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+                pad + f"for k in {steps}:",
+                *(pad + line for line in body)]
+
     def product(self) -> list[str]:
         if self.o.dot != "bf16":
-            return [f"        acc = {PRODUCTS[self.o.dot]}"]
-        return ["        if INTERPRETER:   # Triton's CPU interpreter multiplies bf16 tiles as "
-                "integers:",
-                "            # the same products, rounded to bf16 and multiplied exactly in fp32",
-                "            acc = tl.dot(a.to(tl.bfloat16).to(tl.float32), "
+            return [f"    acc = {PRODUCTS[self.o.dot]}"]
+        return ["    if INTERPRETER:   # Triton's CPU interpreter multiplies bf16 tiles as integers:",
+                "        # the same products, rounded to bf16 and multiplied exactly in fp32",
+                "        acc = tl.dot(a.to(tl.bfloat16).to(tl.float32), "
                 'b.to(tl.bfloat16).to(tl.float32), acc, input_precision="ieee")',
-                "        else:",
-                f"            acc = {PRODUCTS['bf16']}"]
+                "    else:",
+                f"        acc = {PRODUCTS['bf16']}"]
 
     def epilogue(self, values: dict) -> list[str]:
         ep, f, lines = self.ep, Formulas("triton"), []
@@ -187,8 +221,10 @@ class TritonGemm:
                     index = " + ".join(x for x in (
                         "offs_m[:, None] * N" if has_m and has_n else
                         ("offs_m[:, None]" if has_m else ""),
-                        "offs_n[None, :]" if has_n else "") if x) or "0"
-                    args.append(f"tl.load({self.ptr[arg]} + {index}, mask=mask, other=0.0)")
+                        "offs_n[None, :]" if has_n else "") if x)
+                    # a 0-d operand is one scalar: a block mask on its pointer does not build
+                    args.append(f"tl.load({self.ptr[arg]} + {index}, mask=mask, other=0.0)"
+                                if index else f"tl.load({self.ptr[arg]})")
             attrs = dict(m.attrs)
             if m.fn == "pow" and isinstance(m.args[1], (int, float)):
                 attrs["exponent_value"] = m.args[1]
@@ -238,7 +274,8 @@ class TritonGemm:
             [x.name for x in self.outputs] + ["M", "N", "K", "*strides_a", "*strides_b"]
         if o.dot == "bf16":
             call.append('INTERPRETER=os.environ.get("TRITON_INTERPRET") == "1"')
-        tiles = f"BLOCK_M={o.block_m}, BLOCK_N={o.block_n}, BLOCK_K={o.block_k}, " \
+        tiles = matvec.TILES if self.matvec else \
+            f"BLOCK_M={o.block_m}, BLOCK_N={o.block_n}, BLOCK_K={o.block_k}, " \
             f"GROUP_M={o.group_m}, num_warps={o.num_warps}"
         if self.autotuned:
             lines += ["    grid = lambda meta: (triton.cdiv(M, meta['BLOCK_M']) * "

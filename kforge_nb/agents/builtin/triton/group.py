@@ -20,6 +20,7 @@ from ..capture.ir import Node
 from ..capture.partition import Region
 from ..elementwise import Formulas
 from ..kernel import KernelPlan
+from .merged import write_merged
 
 MAX_ROW_BLOCK = 32768             # fp32 elements of one row a program keeps in registers
 LANE_ROWS, LANE_STEP = 64, 32     # rows reduced along a middle dim: rows a program, elements a step
@@ -120,7 +121,10 @@ class TritonGroupKernel:
             regions = self.plan.index_regions(pattern)
             index = self.flat if regions == self.plan.regions and self.flat else \
                 self.horner(regions)
-            if self.flat or any(r.reduced for r in regions):
+            if not regions:      # a 0-d operand (a scalar parameter): one scalar, no mask
+                # (a block mask on a scalar pointer is a compile error)
+                self.emit(f"{name} = tl.load({self.ptr[node]})")
+            elif self.flat or any(r.reduced for r in regions):
                 self.emit(f"{name} = tl.load({self.ptr[node]} + {index}, mask={mask}, "
                           "other=0.0)")
             elif self.rows2d:    # one value per row of the tile
@@ -145,19 +149,33 @@ class TritonGroupKernel:
                 continue
             self.done.add(m)
             if m.op == "scan":
-                v = self.value(m.args[0], m, 0, mask)
-                # in float64, as torch's cumsum accumulates on the CPU
-                self.emit(f"{m.name}_terms = tl.where({mask}, {v}, 0.0).to(tl.float64)")
-                axis = 1 if self.rows2d else 0
-                self.emit(f"{m.name} = (tl.cumsum({m.name}_terms, axis={axis}) + "
-                          f"{m.name}_carry).to(tl.float32)")
-                self.emit(f"{m.name}_carry += {self.reduce_call('sum', m.name + '_terms')}")
+                self.scan(m, mask)
                 continue
             args = [self.value(a, m, k, mask) for k, a in enumerate(m.args)]
             attrs = dict(m.attrs)
             if m.fn == "pow" and isinstance(m.args[1], (int, float)):
                 attrs["exponent_value"] = m.args[1]
             self.emit(f"{m.name} = {self.f.formula(m.fn, args, attrs)}")
+
+    def scan(self, m: Node, mask: str) -> None:
+        """A running sum or product over this block, carried on from the blocks before it;
+        in float64, as torch's cumsum and cumprod accumulate on the CPU."""
+        v, axis = self.value(m.args[0], m, 0, mask), 1 if self.rows2d else 0
+        if m.fn == "sum":
+            self.emit(f"{m.name}_terms = tl.where({mask}, {v}, 0.0).to(tl.float64)")
+            # an exclusive scan leaves the element itself out
+            own = f" - {m.name}_terms" if m.attrs.get("exclusive") else ""
+            self.emit(f"{m.name} = (tl.cumsum({m.name}_terms, axis={axis}){own} + "
+                      f"{m.name}_carry).to(tl.float32)")
+            self.emit(f"{m.name}_carry += {self.reduce_call('sum', m.name + '_terms')}")
+            return
+        self.emit(f"{m.name}_terms = tl.where({mask}, {v}, 1.0).to(tl.float64)")
+        self.emit(f"{m.name}_run = tl.cumprod({m.name}_terms, axis={axis}) * {m.name}_carry")
+        self.emit(f"{m.name} = {m.name}_run.to(tl.float32)")
+        last = "tl.arange(0, BLOCK_SIZE)" + ("[None, :]" if self.rows2d else "")
+        # the block's last lane holds the product so far (masked lanes multiply by 1)
+        self.emit(f"{m.name}_carry = " + self.reduce_call(
+            "sum", f"tl.where({last} == BLOCK_SIZE - 1, {m.name}_run, 0.0)"))
 
     # -- kernels -------------------------------------------------------------------------------
     def params(self) -> list[str]:
@@ -238,7 +256,13 @@ class TritonGroupKernel:
         self.loaded, self.done = {}, set()
         if not looped:
             self.block_indices("0")
+        skip = -1
         for number, reductions in enumerate(p.passes):
+            if number == skip:
+                continue
+            if looped and write_merged(self, number):   # this pass and the next in one read
+                skip = number + 1
+                continue
             self.emit(f"# pass {number + 1}: " + ", ".join(f"{r.fn} ({r.name})"
                                                           for r in reductions))
             values = p.element_values([r.args[0] for r in reductions])
@@ -268,7 +292,8 @@ class TritonGroupKernel:
             self.emit("# write the full-size outputs")
             if p.group.scan is not None:
                 shape = "[ROWS, 1]" if self.rows2d else "[]"
-                self.emit(f"{p.group.scan.name}_carry = tl.zeros({shape}, tl.float64)")
+                start = "1.0" if p.group.scan.fn == "prod" else "0.0"
+                self.emit(f"{p.group.scan.name}_carry = tl.full({shape}, {start}, tl.float64)")
             if looped:
                 self.open_reduce_loop()
             self.store_full_outputs()
@@ -305,6 +330,10 @@ class TritonGroupKernel:
                       "r = tl.arange(0, BLOCK_SIZE)")
             self.emit(f"in_range = r < {total}")
         self.coordinates(self.plan.reduce, "r")
+        scan = self.plan.group.scan
+        if scan is not None and scan.attrs.get("reverse"):    # walked from the last element
+            r = self.plan.reduce[0]
+            self.emit(f"{r.name} = {r.size_name} - 1 - {r.name}")
 
     def open_reduce_loop(self) -> None:
         total = " * ".join(r.size_name for r in self.plan.reduce)
@@ -374,6 +403,8 @@ class TritonGroupKernel:
                       f"    in_registers = row_block <= {MAX_ROW_BLOCK}",
                       f"    block = row_block if in_registers else {o.block_size}",
                       f"    tile_rows = max(1, {o.row_tile} // row_block) if in_registers else 1"]
+            if all(r.reduced for r in kp.regions):    # one row only: a tile of one
+                lines += ["    tile_rows = 1"]
             if kp.lane is not None:
                 # the reduced dims are not innermost: a row's elements are far apart, so a
                 # program takes LANE_ROWS neighbouring rows (coalesced loads) and loops over them

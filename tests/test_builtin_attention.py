@@ -1,0 +1,37 @@
+"""Scaled dot-product attention written by the builtin agent (templates/attention.py), judged
+`correct` by the real evaluator: C++ with g++, Triton under the interpreter.
+
+One problem holds every case as one output each, so one judging per target covers them: causal
+and not, Lq < Lk and Lq > Lk (causal rows past the last key see every key), head dims that are
+not powers of 2 (24: one padded block; 40: wider than the interpreter's 32-wide slices, so the
+score product walks E in two slices and the output is split over two programs), lengths that
+are not multiples of a block (37, 100), an explicit scale, 3-d and 4-d inputs.
+"""
+from __future__ import annotations
+
+import pytest
+
+from kforge_nb.result import CORRECT
+from tests.test_builtin import generate, judge, problem
+
+ATTENTION = problem(
+    "a = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+    "b = F.scaled_dot_product_attention(k, q, w)\n"
+    "c = F.scaled_dot_product_attention(x, y, z, scale=0.3)\n"
+    "d = F.scaled_dot_product_attention(y, x, x, is_causal=True, scale=0.2)\n"
+    "return a, b, c, d",
+    "[torch.randn(2, 3, 37, 24), torch.randn(2, 3, 100, 24), torch.randn(2, 3, 100, 40), "
+    "torch.randn(2, 3, 37, 40), torch.randn(3, 37, 40), torch.randn(3, 100, 40), "
+    "torch.randn(3, 100, 24)]",
+    signature="q, k, v, w, x, y, z")
+
+
+@pytest.mark.parametrize("target", ["cpp", "triton"])
+def test_attention_is_one_online_softmax_kernel_and_correct(target, tmp_path):
+    ref, generation = generate(ATTENTION, target)
+    assert generation.code is not None, generation.failure
+    # every call is the agent's own kernel: nothing is left to torch
+    assert "scaled_dot_product_attention" not in generation.kept_ops
+    assert generation.code.count("= fused_scaled_dot_product_attention") == 4
+    result = judge(ref, generation, target, tmp_path)
+    assert result.state == CORRECT, result.message

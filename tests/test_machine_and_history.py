@@ -1,0 +1,118 @@
+"""What the prompts say about the machine (kforge_nb/machine.py) and about earlier attempts
+(kforge_nb/agents/history.py), read from real files and real session records."""
+from __future__ import annotations
+
+from kforge_nb.agents import history
+from kforge_nb.agents.base import Recommendation
+from kforge_nb.machine import Gpu, Machine, cpuinfo_fields, cpu_name, isa_of, read_caches
+from kforge_nb.providers.recording import request_digest
+from kforge_nb.result import Result, Timing
+from kforge_nb.session.records import Attempt
+
+ARM = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm sve sve2\n" \
+      "CPU implementer\t: 0x41\nHardware\t: Scripted Arm board\n\nprocessor\t: 1\n" \
+      "Features\t: fp\n"
+
+
+def test_an_arm_cpuinfo_gives_its_name_and_neon_and_sve():
+    fields = cpuinfo_fields(ARM)
+    assert cpu_name(fields) == "Scripted Arm board"
+    assert isa_of(fields) == ("neon", "sve", "sve2")        # the first processor's features
+
+
+def test_caches_are_read_from_sysfs_with_their_sharing(tmp_path):
+    for index, (level, kind, size, shared) in enumerate(
+            [("1", "Data", "48K", "0"), ("2", "Unified", "2048K", "0-1"),
+             ("3", "Unified", "32M", "0-7,16-23")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, text in (("level", level), ("type", kind), ("size", size),
+                           ("shared_cpu_list", shared)):
+            (folder / name).write_text(text + "\n")
+    caches = read_caches(tmp_path)
+    assert caches == (("L1d", 48 * 2**10, ""), ("L2", 2 * 2**20, "shared by 2 CPUs"),
+                      ("L3", 32 * 2**20, "shared by 16 CPUs"))
+    lines = Machine("X", "x86_64", 2, 2, ("avx2",), caches).lines("cpu")
+    assert "- Caches: L1d 48 KiB, L2 2 MiB (shared by 2 CPUs), L3 32 MiB (shared by 16 CPUs)" \
+        in lines
+
+
+def test_a_gpu_target_is_told_the_gpu_or_that_there_is_none():
+    none = Machine("X", "x86_64", 2, 2, ("avx2",))
+    assert "- GPU: no GPU here" in none.lines("cuda")
+    assert "- GPU: no GPU here" in none.lines("cpu", gpu=True)     # Triton, interpreted
+    assert not [line for line in none.lines("cpu") if "GPU" in line]
+    h100 = Machine("X", "x86_64", 16, 32, ("avx2",), (),
+                   Gpu("NVIDIA H100 80GB HBM3", 132, 80 * 2**30, (9, 0)))
+    assert "- GPU: NVIDIA H100 80GB HBM3, 132 SMs, 80 GiB, compute capability 9.0 (sm_90)" \
+        in h100.lines("cuda")
+
+
+def test_a_recording_replays_on_another_machine():
+    def prompt(machine: Machine) -> list[dict]:
+        return [{"role": "user", "content": "\n".join(
+            ["## This machine", *machine.lines("cpu"), "## Kernel", "x = 1"])}]
+    laptop = Machine("Laptop CPU", "x86_64", 4, 8, ("avx", "avx2"), (("L2", 2**20, ""),))
+    server = Machine("Server CPU", "x86_64", 64, 128, ("avx", "avx2", "avx512f"))
+    assert request_digest("s", prompt(laptop)) == request_digest("s", prompt(server))
+    other = [{"role": "user", "content": prompt(laptop)[0]["content"].replace("x = 1", "x = 2")}]
+    assert request_digest("s", prompt(laptop)) != request_digest("s", other)
+
+
+def attempt(iteration: int, state: str, speedup: float | None = None, parent=None,
+            change: str | None = None) -> Attempt:
+    timing = Timing(candidate_ms=2.0 / speedup, eager_ms=2.0, speedup_vs_eager=speedup,
+                    speedup_vs_eager_ci=(speedup * 0.9, speedup * 1.1)) if speedup else Timing()
+    advice = Recommendation(change, change) if change else None
+    return Attempt(iteration, 0, "optimise" if parent else "initial", "code", Result(
+        state, "bad values\nmore" if state != "correct" else "ok", timing=timing),
+        recommendation=advice, parent=parent, applied=advice)
+
+
+def fastest(attempts):
+    correct = [a for a in attempts if a.result.state == "correct"]
+    return min(correct, key=lambda a: a.speed, default=None)
+
+
+def test_outcomes_say_each_attempts_change_verdict_speedup_and_fate():
+    attempts = [attempt(0, "correct", 1.25), attempt(1, "correct", 1.0, "0.0", "tile it"),
+                attempt(2, "mismatch", None, "0.0", "unroll"), attempt(3, "correct", 2.5, "0.0",
+                                                                       "fuse")]
+    found = history.outcomes(attempts, fastest, before_iteration=3)
+    assert [o.id for o in found] == ["0.0", "1.0", "2.0"]       # the round under way: not yet
+    assert history.lines(found, to_analyst=True) == [
+        "- 0.0 (written from scratch): correct at 1.6 ms (1.25x ±10% vs eager); kept as the "
+        "best; the best now",
+        "- 1.0 (from 0.0 on your advice 'tile it'): correct at 2 ms (1.00x ±10% vs eager); "
+        "0.80x of 0.0, not kept",
+        "- 2.0 (from 0.0 on your advice 'unroll'): mismatch: bad values; not kept"]
+    assert history.lines(found)[-1].startswith(         # as the generation agent reads it
+        "- 2.0 (from 0.0 on the analyst's advice 'unroll'): mismatch")
+    assert history.seen_again("0.0", found) == [
+        "candidate 1.0, made from 0.0 on your advice 'tile it', was correct at 2 ms (1.00x ±10% "
+        "vs eager) (0.80x of 0.0), not kept; candidate 2.0, made from 0.0 on your advice "
+        "'unroll', was mismatch: bad values, not kept; you are looking at 0.0 again."]
+    assert history.with_outcomes(["tile it", "split K"], found) == [
+        "- tile it: 1.0 correct at 2 ms (1.00x ±10% vs eager), 0.80x of 0.0, not kept",
+        "- split K: no candidate came of it"]
+    start = history.starting_point("0.0", "optimise", found)
+    assert start.startswith("You start from candidate 0.0 (the best so far: correct at 1.6 ms")
+    assert "Earlier changes to it were not kept: 1.0 on 'tile it'" in start
+    everything = history.outcomes(attempts, fastest)
+    assert everything[-1].kept and everything[-1].best_now and not everything[0].best_now
+    assert history.seen_again("0.0", everything) == []            # 3.0 was kept
+
+
+def test_a_branch_of_a_beam_sees_its_own_line():
+    seeds = [attempt(0, "correct", 1.0), attempt(0, "correct", 1.1)]
+    seeds[1].sample = 1
+    children = [attempt(1, "correct", 1.2, "0.0", "tile it"),
+                attempt(1, "correct", 1.3, "0.1", "unroll")]
+    children[1].sample = 1
+    failed = attempt(0, "compile_failure")
+    failed.sample = 2
+    for a, line in zip([*seeds, *children, failed], ["0.0", "0.1", "0.0", "0.1", None]):
+        a.lineage = line
+    found = history.outcomes([*seeds, *children, failed], fastest)
+    assert [o.id for o in history.on_line(found, "1.0")] == ["0.0", "0.2", "1.0"]
+    assert [o.id for o in history.on_line(found, None)] == [o.id for o in found]
