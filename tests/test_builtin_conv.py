@@ -63,3 +63,9 @@ def test_triton_conv_kernels_by_kind_and_precision():
     bf16 = generate(PLAIN, "triton", precision="bf16")[1].code
     assert "tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)" in bf16
     assert "key=['M', 'COG', 'K']" in bf16
+    # strided transposed convs walk only the taps that reach an input, by output phase; a
+    # phase's tap count can be 0, so the K loop's divisors are kept >= 1 (a division by a
+    # count that may be 0 is undefined behaviour that LLVM folded into wrong results on a GPU)
+    transposed = generate(TRANSPOSED, "triton")[1].code
+    assert transposed.count("phase = tl.program_id(0)") == 3
+    assert "count_h = tl.maximum(tl.where(rh == 0, 0, 3), 1)" in transposed

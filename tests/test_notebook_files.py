@@ -90,4 +90,4 @@ def test_saved_as_jupyterlab_writes_it(path):
         "notebooks/run_and_save.py (or nbformat.write)"
     # JupyterLab sets the kernelspec of the kernel it starts: another one marks the file modified
     assert nb.metadata.kernelspec == saver().kernelspec(), \
-        f"kernelspec {dict(nb.metadata.kernelspec)}: JupyterLab would rewrite it
+        f"kernelspec {dict(nb.metadata.kernelspec)}: JupyterLab would rewrite it"

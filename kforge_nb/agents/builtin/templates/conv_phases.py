@@ -51,12 +51,16 @@ def row_lines(w: dict) -> list[str]:
 
 def count_lines(w: dict) -> list[str]:
     """Before the K loop: this phase's first tap and tap count along each axis, and KP."""
-    lines = []
+    lines, raw = [], []
     for i, name in enumerate("dhw"):
         firsts, counts, _ = taps(w, i)
+        raw.append(pick("r" + name, counts))
+        # the divisors of the K loop are never 0 (a phase with no tap runs no slice): a
+        # division by a count that may be 0 is undefined, and LLVM folds the select away
+        count = raw[-1] if min(counts) > 0 else f"tl.maximum({raw[-1]}, 1)"
         lines += [f"    first_{name} = {pick('r' + name, firsts)}",
-                  f"    count_{name} = {pick('r' + name, counts)}"]
-    return lines + ["    KP = CIG * count_d * count_h * count_w   # this phase's K"]
+                  f"    count_{name} = {count}"]
+    return lines + [f"    KP = CIG * {' * '.join(f'({r})' for r in raw)}   # this phase's K"]
 
 
 def tap_lines(w: dict) -> tuple[list[str], list[str]]:
