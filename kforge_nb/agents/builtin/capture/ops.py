@@ -11,9 +11,9 @@ op then stays a torch call in ModelNew.forward and the coverage note says so.
 """
 from __future__ import annotations
 
-import ast
-
 import torch
+
+from .binding import bind  # noqa: F401  (ops.bind: the converters' binder)
 
 from .ops_losses import LOSS, loss_module, c_binary_cross_entropy, c_cosine_embedding_loss, \
     c_cosine_similarity, c_cross_entropy, c_hinge_embedding_loss, c_huber_loss, c_kl_div, \
@@ -28,23 +28,6 @@ from .ops_pointwise import SIMPLE_UNARY, binary, c_celu, c_clamp, c_div, c_dropo
 from .ops_reduce import c_adaptive_avg_pool, c_arg_reduce, c_cat, c_flip, c_logsumexp, c_norm, \
     c_reduce, c_scan, c_softmax, c_var_std, c_vector_norm
 
-REQUIRED = object()
-
-
-def bind(args: tuple, kwargs: dict, spec: str) -> dict:
-    """Bind positional/keyword arguments to the names in `spec` ("input, dim=None, ...")."""
-    names, defaults = [], {}
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
-        name, _, default = part.partition("=")
-        names.append(name.strip())
-        defaults[name.strip()] = ast.literal_eval(default.strip()) if default else REQUIRED
-    bound = dict(zip(names, args))
-    bound.update({k: v for k, v in kwargs.items() if k in names})
-    for name in names:
-        bound.setdefault(name, defaults[name])
-        if bound[name] is REQUIRED:
-            raise TypeError(f"missing argument {name}")
-    return bound
 
 
 

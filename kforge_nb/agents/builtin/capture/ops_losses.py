@@ -288,7 +288,7 @@ MODULES = {
 def loss_module(module, lw, functions: dict):
     """(converter, bound args) for an nn loss module's call, or None: the call's own
     arguments (all of them: a loss takes several) and the module's settings."""
-    from .ops import bind
+    from .binding import bind
     entry = MODULES.get(type(module).__name__)
     if entry is None or lw.fx is None:
         return None

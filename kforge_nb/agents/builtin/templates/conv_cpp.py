@@ -10,7 +10,7 @@ loop still vectorises, and the row is the task's own). Float accumulators, stric
 from __future__ import annotations
 
 from . import Written
-from .conv import launcher_head, settings, what
+from .conv_shape import launcher_head, settings, what
 
 
 def axis(w: dict, i: int, indent: str) -> list[str]:

@@ -14,7 +14,7 @@ import textwrap
 from types import SimpleNamespace
 
 from . import Written, conv_phases as phases
-from .conv import launcher_head, settings, volume, what
+from .conv_shape import launcher_head, settings, volume, what
 from ..triton.gemm import TritonGemm
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) the autotuner tries on a GPU
