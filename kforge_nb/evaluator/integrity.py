@@ -37,7 +37,8 @@ def resolve(path: str):
 # every module whose code runs in a worker once the candidate is loaded (a new one joins here;
 # tests/test_trust_protocol.py checks that the workers' imports are all listed)
 OWN_MODULES = ("harness", "transfer", "audit", "workers", "worker_common", "judge_worker",
-               "candidate_worker", "correctness", "integrity", "wire", "policy", "nsight")
+               "candidate_worker", "correctness", "integrity", "wire", "policy", "nsight",
+               "op_costs")
 
 
 def own_functions() -> dict[str, tuple[object, str]]:

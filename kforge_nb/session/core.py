@@ -18,6 +18,7 @@ The session emits events and never draws anything; UIs subscribe.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 import time
 from pathlib import Path
@@ -316,7 +317,9 @@ class Session:
         """The executor's verdict; where the evaluator runs in this process, each step it ends
         (built, each trial, timing, profile) is said as an `evaluation_step` event, so a long
         judging is seen going on."""
-        if not getattr(self.executor, "reports_progress", False):
+        if not getattr(self.executor, "reports_progress", False) or \
+                "progress" not in inspect.signature(self.executor.evaluate).parameters:
+            # a subclass that overrides evaluate() without `progress` is judged as before
             return self.executor.evaluate(self.problem, code, self.target, options, folder)
 
         def step(text: str) -> None:
