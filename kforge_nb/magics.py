@@ -202,8 +202,8 @@ class KForgeMagics(ConfigurableMagics):
             run.wait()
         if not in_kernel(self.shell):
             print(final_text())
-        if run.error:
-            print(f"kforge: {run.error}", file=sys.stderr)
+        if run.error:       # a notebook's report already heads with it: no red stderr box
+            print(f"kforge: {run.error}", file=sys.stdout if in_kernel(self.shell) else sys.stderr)
 
     def _resumed(self, args, cell: str):
         """The saved run of --resume; a cell that is not empty must hold the run's reference."""
@@ -276,8 +276,9 @@ class KForgeMagics(ConfigurableMagics):
             from .ui.fallback import to_text
             from .ui.report import run_record
             print(f"{to_text(run_record(session))}\n{session.history!r}")
-        if session.error:
-            print(f"kforge: {session.error}", file=sys.stderr)
+        if session.error:   # a notebook's report already heads with it: no red stderr box
+            print(f"kforge: {session.error}",
+                  file=sys.stdout if in_kernel(self.shell) else sys.stderr)
 
     # --- %kforge SUBCOMMAND -----------------------------------------------------------------
     def _subcommand(self, line: str):
