@@ -108,8 +108,8 @@ class Assembly:
                                                           if m.op != "host")) if group else "")
             self.add_product(node, kernel_name_from(self.product_base(base), self.taken),
                              epilogue)
-        for node, done in written.items():
-            self.add_template(node, done)
+        for node, (name, done) in written.items():
+            self.add_template(node, name, done)
         for group in plan.groups:
             if group.index not in fused:
                 self.add_group(group)
@@ -145,18 +145,18 @@ class Assembly:
             name = kernel_name_from(node.attrs["call"], self.taken)
             done = templates.write(node, self.target, name, launcher_name(name), self.o)
             if done is not None:
-                found[node] = done
+                found[node] = (name, done)
         return found
 
-    def add_template(self, node: Node, done) -> None:
+    def add_template(self, node: Node, name: str, done) -> None:
         """A template op's kernel, launcher, the call in forward, the story."""
         self.kernels.append(done.kernel)
         self.launchers.append("\n".join(done.launcher))
         self.helpers_used(done.helpers)
-        function = done.launcher[0].split("(")[0].removeprefix("def ")
+        function = launcher_name(name)
         self.products[node] = [f"{', '.join(o.name for o in done.outputs)} = {function}("
                                f"{', '.join(cand.python_ref(a) for a in done.arguments)})"]
-        self.story.append(f"- `{function.removeprefix('fused_')}_kernel` ({self.language}): "
+        self.story.append(f"- `{name}` ({self.language}): "
                           f"{done.what}")
 
     def helpers_used(self, helpers: set[str]) -> None:
