@@ -72,3 +72,16 @@ def literal(value, refs: list) -> str:
         return f"torch.device({str(value)!r})"
     return repr(value).replace("{", "{{").replace("}", "}}")
 
+
+def torch_calls(run) -> list[str]:
+    """The names of the torch functions `run()` calls (recorded by a TorchFunctionMode)."""
+    from torch.overrides import TorchFunctionMode
+    names: list[str] = []
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            names.append(getattr(func, "__name__", ""))
+            return func(*args, **(kwargs or {}))
+    with Record():
+        run()
+    return names

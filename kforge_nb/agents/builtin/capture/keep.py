@@ -11,7 +11,7 @@ import torch.fx
 
 from .errors import CaptureError
 from .fx_source import LAYOUT_METHODS, OPERATOR_SYMBOLS, PYTHON_METHODS, VIEW_METHODS, \
-    attr_expr, literal, resolve
+    attr_expr, literal, resolve, torch_calls
 from .ir import Node
 
 
@@ -59,17 +59,13 @@ class Keeper:
     def functions_called(self, module: torch.nn.Module, fx) -> list[str]:
         """The torch functions a kept submodule calls (Conv2d -> conv2d): the evaluator allows
         what they dispatch, and nothing else, in the candidate's forward."""
-        from torch.overrides import TorchFunctionMode
-        names: list[str] = []
-
-        class Record(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                names.append(getattr(func, "__name__", ""))
-                return func(*args, **(kwargs or {}))
         args = torch.fx.node.map_arg(fx.args, lambda n: self.values.get(n))
         kwargs = torch.fx.node.map_arg(fx.kwargs, lambda n: self.values.get(n))
-        with Record(), torch.no_grad():
-            module(*args, **kwargs)
+
+        def run():
+            with torch.no_grad():
+                module(*args, **kwargs)
+        names = torch_calls(run)
         return sorted({n for n in names if n and not n.startswith("__")})
 
     def function_expr(self, target, args, kwargs, refs):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from .fx_source import torch_calls
 from .ir import FLOAT, Node
 
 
@@ -24,15 +25,7 @@ def _tuple(value, n: int) -> tuple:
 
 def _names(call, values: list, kwargs: dict) -> list[str]:
     """The torch functions `call` dispatches: the guardrails allow them in a vendor forward."""
-    from torch.overrides import TorchFunctionMode
-    seen: list[str] = []
-
-    class Record(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kw=None):
-            seen.append(getattr(func, "__name__", ""))
-            return func(*args, **(kw or {}))
-    with Record():
-        call(*values, **kwargs)
+    seen = torch_calls(lambda: call(*values, **kwargs))
     return sorted({n for n in seen if n and not n.startswith("_")})
 
 
