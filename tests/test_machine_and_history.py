@@ -116,3 +116,31 @@ def test_a_branch_of_a_beam_sees_its_own_line():
     found = history.outcomes([*seeds, *children, failed], fastest)
     assert [o.id for o in history.on_line(found, "1.0")] == ["0.0", "0.2", "1.0"]
     assert [o.id for o in history.on_line(found, None)] == [o.id for o in found]
+
+
+def test_prompts_of_two_runs_that_kept_different_candidates_replay_alike():
+    """Which candidate was kept is decided by its timing: a replay (another run of the same
+    session) must not diverge on it. Here 1.0 beats 0.0 in one run and loses in the other."""
+    from kforge_nb.agents.prompts import Prompts
+    from kforge_nb.targets import get_target
+
+    def prompts(child_speedup: float) -> list[str]:
+        attempts = [attempt(0, "correct", 1.25),
+                    attempt(1, "correct", child_speedup, "0.0", "tile it")]
+        found = history.outcomes(attempts, fastest)
+        analyse = Prompts().render(
+            "analyse", target=get_target("cpp"), code="x", summary={"device": "cpu"}, summary_text="",
+            machine=[], contract=[], pictures=[], objective=None, candidate="0.0", outcomes=history.lines(found, to_analyst=True),
+            recommended=history.with_outcomes(["tile it"], found),
+            again=history.seen_again("0.0", found), elsewhere=["unroll"])
+        generate = history.starting_point("0.0", "optimise", found)
+        return [analyse, generate]
+
+    slower, faster = prompts(1.0), prompts(2.0)
+    assert slower != faster and "Why you see 0.0 again" in slower[0]
+    for one, other in zip(slower, faster):
+        assert request_digest("s", [{"role": "user", "content": one}]) == \
+            request_digest("s", [{"role": "user", "content": other}])
+    other_change = prompts(1.0)[0].replace("tile it", "split K")
+    assert request_digest("s", [{"role": "user", "content": other_change}]) != \
+        request_digest("s", [{"role": "user", "content": slower[0]}])

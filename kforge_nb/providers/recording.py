@@ -15,6 +15,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..machine import SECTION as MACHINE_SECTION
+from ..standing import without_standing
 from .base import ProviderError, Reply, sampling
 
 
@@ -23,17 +24,14 @@ UNIT = r"\s?(?:%|x\b|ms\b|us\b|s\b|[KMGT]?B/s|[KMGTP]?FLOP/s)"
 MEASUREMENT = re.compile(rf"(?:\d+\.\d+(?:e[-+]?\d+)?(?:{UNIT})?|\d+(?:e[-+]?\d+)?{UNIT}|n/a)")
 # the machine, as devices.py names it: a class replays a teacher's recording on other machines
 DEVICE = re.compile(r"CPU \(\d+ cores?, \d+ threads?\)(?: \(in cache\))?|NVIDIA [^\n,;()]*")
-# words that a measurement decides (which candidate is the fastest so far): they differ run to
-# run as the numbers do (agents/history.py)
-STANDING = re.compile(r"; the best now")
 
 
 def normalised(text: str) -> str:
     """Prompts quote measurements that differ run to run: decimals, and whole numbers with a
     unit (0.98x one run, 1x the next; 123 ms), and the machine's name and its description (the
-    prompts' machine section, machine.SECTION), and the words a measurement decides (STANDING).
-    Sizes in the problem's source still count."""
-    text = STANDING.sub("", MACHINE_SECTION.sub("<machine>", text))
+    prompts' machine section, machine.SECTION), and what a measurement decides (which candidate
+    was kept: standing.py). Sizes in the problem's source still count."""
+    text = without_standing(MACHINE_SECTION.sub("<machine>", text))
     return MEASUREMENT.sub("#", DEVICE.sub("<device>", text))
 
 
