@@ -141,9 +141,9 @@ class KForgeMagics(ConfigurableMagics):
         if self._should_block(args):
             self._wait(session)
         elif args.mode == "review" and not interactive_frontend(self.shell):
-            print(f"kforge: review mode and no one at a frontend: decide each recommendation "
-                  f"with {args.name}.accept(), .edit(text), .redirect(text), .skip() or .stop()",
-                  file=sys.stderr)
+            self._tell(f"kforge: review mode and no one at a frontend: decide each "
+                       f"recommendation with {args.name}.accept(), .edit(text), .redirect(text), "
+                       f".skip() or .stop()")
 
     def _whole_model(self, args, cell: str):
         """`%%kforge --whole-model`: the cell's Model split into parts, each optimised, the
@@ -203,7 +203,7 @@ class KForgeMagics(ConfigurableMagics):
         if not in_kernel(self.shell):
             print(final_text())
         if run.error:       # a notebook's report already heads with it: no red stderr box
-            print(f"kforge: {run.error}", file=sys.stdout if in_kernel(self.shell) else sys.stderr)
+            self._tell(f"kforge: {run.error}")
 
     def _resumed(self, args, cell: str):
         """The saved run of --resume; a cell that is not empty must hold the run's reference."""
@@ -276,9 +276,13 @@ class KForgeMagics(ConfigurableMagics):
             from .ui.fallback import to_text
             from .ui.report import run_record
             print(f"{to_text(run_record(session))}\n{session.history!r}")
-        if session.error:   # a notebook's report already heads with it: no red stderr box
-            print(f"kforge: {session.error}",
-                  file=sys.stdout if in_kernel(self.shell) else sys.stderr)
+        if session.error:
+            self._tell(f"kforge: {session.error}")
+
+    def _tell(self, line: str) -> None:
+        """A line for the person: stderr in a terminal; stdout in a notebook, beside the report
+        that already says it (a stderr box reads as the magic's own failure)."""
+        print(line, file=sys.stdout if in_kernel(self.shell) else sys.stderr)
 
     # --- %kforge SUBCOMMAND -----------------------------------------------------------------
     def _subcommand(self, line: str):

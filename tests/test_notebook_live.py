@@ -139,3 +139,17 @@ def test_review_mode_in_a_live_kernel_widget_messages_and_in_place_report(api, k
     assert final["state"] == "finished"
     assert [a["decision"] for a in final["history"]] == [None, "accept"]
     assert "<table" in report["content"]["data"]["text/html"]
+
+
+def test_review_mode_with_no_one_at_the_frontend_says_how_to_decide_on_stdout(api, kernel):
+    """A headless executor (no stdin) gets the way to decide in the cell's output, not in a red
+    stderr box that reads as the magic's failure."""
+    api([answer(GOOD), recommendation()])
+    kc = kernel()
+    messages(kc, idle(kc.execute("%load_ext kforge_nb")))
+    cell = kc.execute(f"%%kforge {FAST} --iterations 2 --mode review --name kf --out runs\n"
+                      f"{SOFTMAX_CELL}", allow_stdin=False)
+    streams = [m["content"] for m in messages(kc, idle(cell)) if m["msg_type"] == "stream"]
+    assert [s["name"] for s in streams] == ["stdout"], streams
+    assert "decide each recommendation with kf.accept()" in streams[0]["text"]
+    messages(kc, idle(kc.execute("kf.stop(); kf.wait()")))
