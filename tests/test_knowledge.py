@@ -60,7 +60,9 @@ def test_every_builtin_note_has_valid_front_matter_and_each_target_two_notes():
         assert note.front_matter and note.text, path.name
         assert note.targets and set(note.targets) <= set(BUILTIN), path.name
         assert set(note.bottleneck) <= set(kb.BOUNDS), path.name
-        assert 15 <= len(note.text.splitlines()) <= 40, path.name
+        assert 15 <= len(note.text.splitlines()) <= 45, path.name
+        # what a later request gets in its place: the title and its rules in short
+        assert "In short: " in note.summary and len(note.summary) <= 400, path.name
     for target in BUILTIN:
         assert len(get_target(target).knowledge()) >= 2, target
 
@@ -194,8 +196,11 @@ def test_a_session_sends_the_chosen_notes_to_the_model(kforge_cli, tmp_path, mon
     # each note whole once a session, then named: the optimise round refers to the first's
     whole = kb.read_note(kb.HERE / "cpu_openmp_threads.md")
     assert first.count(whole.text) == 1 and whole.text not in optimise
-    assert ("See note cpu_openmp_threads, sent in full earlier in this session: "
-            f"{whole.summary}") in optimise
+    assert ("## Knowledge: cpu_openmp_threads\nSent in full in an earlier request of this "
+            f"session (each request stands alone): {whole.summary}") in optimise
+    # the rules in short, not only the title: a request carries no memory of the last
+    assert whole.summary.startswith("Threads with OpenMP: parallelise the outermost") and \
+        "In short: one `#pragma omp parallel for schedule(static)`" in whole.summary
     run = Path(json.loads(done.stdout)["artifacts"])
     saved = json.loads((run / "iter-00" / "sample-0" / "generation.json").read_text())
     assert saved["knowledge"] == ["softmax_cpu", "cpu_openmp_threads", "cpu_vectorisation"]

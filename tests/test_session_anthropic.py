@@ -253,5 +253,6 @@ def test_prompts_state_the_machine_the_contract_and_the_history(api, tmp_path):
     generated = [server.user_prompts()[i] for i in (0, 1, 3, 5)]
     whole = read_note(HERE / "cpu_openmp_threads.md")
     assert sum(p.count(whole.text) for p in generated) == 1 and whole.text in generated[0]
-    assert "See note cpu_openmp_threads, sent in full earlier" in optimise
+    assert f"Sent in full in an earlier request of this session (each request stands alone): " \
+        f"{whole.summary}" in optimise
     assert "sk-test" not in json.dumps(bodies)         # no key in any prompt

@@ -31,8 +31,10 @@ class Note:
 
     @property
     def summary(self) -> str:
-        """Its first line: what a prompt repeats once the whole note was sent."""
-        return (self.text.splitlines() or [""])[0].strip()
+        """Its first paragraph, on one line: what a prompt repeats once the whole note was sent.
+        A request carries no memory of the last one, so a note's first paragraph says its
+        rules in short (the built-in notes: its title, then "In short: ...")."""
+        return " ".join(self.text.split("\n\n")[0].split())
 
 
 def applies_to(note: Note, target: str) -> bool:
