@@ -67,3 +67,25 @@ def test_kforge_run_prints_the_steps_the_retry_and_marks_the_best_row(kforge_cli
     assert len(best) == 1 and "★ best" in best[0]
     assert "★ best: candidate 0.0" in rows
 
+
+
+def test_steps_are_said_from_local_worker_processes_too(api, tmp_path):
+    """Under `--workers N` (bench, model) the evaluator runs in a worker process: its steps
+    reach the session as they end, as they do in-process."""
+    from kforge_nb.agents import AgentConfig
+    from kforge_nb.executors.local import LocalWorkers
+    from kforge_nb.session import Budget, Session
+    from tests.test_session_anthropic import options
+    api([answer(GOOD)])
+    with LocalWorkers(2, log_dir=tmp_path / "workers") as workers:
+        session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic"),
+                          Budget(iterations=1, patience=None), options(tmp_path),
+                          out=tmp_path, executor=workers)
+        session.run()
+    assert session.best is not None and session.best.result.worker.startswith("local-")
+    texts = [e.data["text"] for e in session.events if e.kind == "evaluation_step"]
+    assert texts[0].startswith("built and constructed (")
+    assert any(t.startswith("trial 1 of ") for t in texts) and \
+        any(t.startswith("timing (") for t in texts), texts
+    kinds = [e.kind for e in session.events]
+    assert kinds.index("evaluation_step") < kinds.index("evaluated")

@@ -62,12 +62,16 @@ class WorkerProcess:
         theirs.close()
         self.conn = Connection(ours.detach())
 
-    def evaluate(self, job: tuple):
+    def evaluate(self, job: tuple, progress=None):
         if self.process is None or self.process.poll() is not None:
             self.start()
         try:
             self.conn.send(job)
             kind, value = self.conn.recv()
+            while kind == "step":          # a step of the judging ended: said as it comes
+                if progress is not None:
+                    progress(value)
+                kind, value = self.conn.recv()
         except (EOFError, OSError) as err:
             raise WorkerLost(self.lost(err)) from None
         if kind == "raise":
@@ -103,6 +107,7 @@ class WorkerProcess:
 
 class LocalWorkers(Executor):
     name = "local workers"
+    reports_progress = True       # each worker sends the evaluator's steps as they end
 
     def __init__(self, count: int, log_dir: str | Path | None = None,
                  gpus: list[str] | None = None):
@@ -115,13 +120,13 @@ class LocalWorkers(Executor):
         for worker in self.workers:
             self.idle.put(worker)
 
-    def evaluate(self, problem, code, target, options, folder):
+    def evaluate(self, problem, code, target, options, folder, progress=None):
         job = (problem, code, target.name, options, folder)
         causes = []
         for _ in range(2):                 # the first try, and one re-queue
             worker = self.idle.get()
             try:
-                return worker.evaluate(job)
+                return worker.evaluate(job, progress)
             except WorkerLost as lost:
                 causes.append(str(lost))
             finally:

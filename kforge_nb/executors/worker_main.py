@@ -2,9 +2,10 @@
 
     python -m kforge_nb.executors.worker_main FD      (started by LocalWorkers)
 
-It runs the evaluator as the parent would (the candidate in a child process of this one) and
-sends back the Result, or the exception the evaluator raised (a ProblemError is the problem's
-fault and must reach the session as it would in-process).
+It runs the evaluator as the parent would (the candidate in a child process of this one),
+sends each step as it ends (("step", text): built, each trial, timing, profile) and then the
+Result, or the exception the evaluator raised (a ProblemError is the problem's fault and must
+reach the session as it would in-process).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def serve(conn: Connection) -> None:
         except EOFError:                   # the parent is gone or done
             return
         try:
-            conn.send(("result", evaluate(problem, code, target, options, folder=folder)))
+            conn.send(("result", evaluate(problem, code, target, options, folder=folder,
+                                          progress=lambda text: conn.send(("step", text)))))
         except Exception as err:           # noqa: BLE001  (sent to the parent, raised there)
             try:
                 conn.send(("raise", err))

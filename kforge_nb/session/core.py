@@ -314,9 +314,9 @@ class Session:
 
     def _judge(self, code: str, options: EvalOptions, folder: Path, iteration: int,
                sample: int) -> Result:
-        """The executor's verdict; where the evaluator runs in this process, each step it ends
-        (built, each trial, timing, profile) is said as an `evaluation_step` event, so a long
-        judging is seen going on."""
+        """The executor's verdict; where it reports progress (this process, local workers),
+        each step the evaluator ends (built, each trial, timing, profile) is said as an
+        `evaluation_step` event, so a long judging is seen going on."""
         if not getattr(self.executor, "reports_progress", False) or \
                 "progress" not in inspect.signature(self.executor.evaluate).parameters:
             # a subclass that overrides evaluate() without `progress` is judged as before
