@@ -251,9 +251,10 @@ class KForgeMagics(ConfigurableMagics):
             from .ui.terminal import Progress
             session.subscribe(Progress(sys.stdout))
             return
-        if interactive_frontend(self.shell):
+        headless = not interactive_frontend(self.shell)
+        if not headless:
             self.widget = live_widget(session)
-        self.report.show(self.widget)
+        self.report.show(self.widget, headless=headless)
 
     def _should_block(self, args) -> bool:
         if args.block is not None:

@@ -153,3 +153,21 @@ def test_review_mode_with_no_one_at_the_frontend_says_how_to_decide_on_stdout(ap
     assert [s["name"] for s in streams] == ["stdout"], streams
     assert "decide each recommendation with kf.accept()" in streams[0]["text"]
     messages(kc, idle(kc.execute("kf.stop(); kf.wait()")))
+
+
+def test_a_headless_notebook_saves_the_finished_report_of_a_run_it_did_not_block_on(api, tmp_path):
+    """nbclient (nbval, papermill) runs `%%kforge --no-block`, then a cell that waits: the
+    magic's cell is saved with the finished report, not the state it had when it returned."""
+    import nbformat
+    from nbclient import NotebookClient
+    api([answer(GOOD)])
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext kforge_nb"),
+        nbformat.v4.new_code_cell(f"%%kforge {FAST} --iterations 1 --no-block --name kf "
+                                  f"--out runs\n{SOFTMAX_CELL}"),
+        nbformat.v4.new_code_cell("kf.wait()\nkf.history[-1].result.state")])
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    report = [o for o in nb.cells[1].outputs if MIME in o.get("data", {})]
+    assert len(report) == 1 and report[0]["data"][MIME]["state"] == "finished"
+    assert nb.cells[2].outputs[-1]["data"]["text/plain"] == "'correct'"

@@ -265,10 +265,14 @@ class ReportView:
         self._lock = threading.Lock()
         session.subscribe(self)
 
-    def show(self, widget=None) -> None:
+    def show(self, widget=None, headless: bool = False) -> None:
+        """`headless` (nbclient, papermill): updates go out under whichever cell is running
+        then, which a headless executor reads, and it updates the report by its display id
+        in the magic's cell; it drops messages of a cell that has returned. At a frontend they
+        go to the magic's cell (its output area takes them)."""
         from IPython.display import display
         pub = getattr(self.shell, "display_pub", None)
-        self._parent = getattr(pub, "parent_header", None)   # the cell that ran %%kforge
+        self._parent = None if headless else getattr(pub, "parent_header", None)
         if widget is not None:
             display(widget)
             self.widget_shown = True
