@@ -15,7 +15,6 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..machine import SECTION as MACHINE_SECTION
-from ..standing import without_standing
 from .base import ProviderError, Reply, sampling
 
 
@@ -25,12 +24,28 @@ MEASUREMENT = re.compile(rf"(?:\d+\.\d+(?:e[-+]?\d+)?(?:{UNIT})?|\d+(?:e[-+]?\d+
 # the machine, as devices.py names it: a class replays a teacher's recording on other machines
 DEVICE = re.compile(r"CPU \(\d+ cores?, \d+ threads?\)(?: \(in cache\))?|NVIDIA [^\n,;()]*")
 
+# What a measurement decides: which candidate was kept, which is the best now. Two runs of one
+# session time their candidates differently, so these words (and the sentences and the section
+# that are there only when nothing was kept) differ where the code does not. A replay compares
+# prompts without them (normalised, below); every such phrase agents/history.py writes is
+# matched here (tests/test_machine_and_history.py flips which candidate won and compares).
+STANDING_WORDS = re.compile(r"kept as the best|not kept|the best so far"
+                            r"|not the best now; the search expands it too")
+STANDING_TEXT = re.compile(r"; the best now| Earlier changes to it were not kept: [^\n]*"
+                           r"|\n## Why you see \S+ again\n.*?(?=\n## |\Z)", re.S)
+
+
+def without_standing(text: str) -> str:
+    """`text` with the words a measurement decided replaced by `~` and the sentences it decided
+    left out."""
+    return STANDING_WORDS.sub("~", STANDING_TEXT.sub("", text))
+
 
 def normalised(text: str) -> str:
     """Prompts quote measurements that differ run to run: decimals, and whole numbers with a
     unit (0.98x one run, 1x the next; 123 ms), and the machine's name and its description (the
     prompts' machine section, machine.SECTION), and what a measurement decides (which candidate
-    was kept: standing.py). Sizes in the problem's source still count."""
+    was kept: without_standing). Sizes in the problem's source still count."""
     text = without_standing(MACHINE_SECTION.sub("<machine>", text))
     return MEASUREMENT.sub("#", DEVICE.sub("<device>", text))
 
