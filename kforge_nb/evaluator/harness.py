@@ -237,7 +237,7 @@ def call_factor(k: int) -> float:
     """Call k's scale of its set's pristine values: in [0.75, 1), never the same for two calls
     (golden-ratio steps), and a quarter away from the warm-up's 1.0. A step of 1e-4 moved a
     softmax by about its own 1e-4 tolerance, so a memo keyed on addresses sometimes passed."""
-    return 0.75 + 0.25 * ((k * 0.6180339887498949) % 1.0) if k else 0.75
+    return 0.75 + 0.25 * ((k * 0.6180339887498949) % 1.0)
 
 
 def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
