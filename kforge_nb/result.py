@@ -97,6 +97,11 @@ class Roofline:
     # above 1: the measured ceiling is too low (an honest kernel cannot beat the hardware);
     # views cap the bar at 100 % and say "ceiling underestimated"
     ceiling_exceeded: bool = False
+    # where each ceiling came from: "guaranteed" (the ISA's or the datasheet's peak, which no
+    # kernel exceeds: above 1 there, the reference's FLOPs overstate the work needed) or
+    # "measured" (a probe, which a kernel may beat); "" in records older than these fields
+    peak_flops_source: str = ""
+    peak_bandwidth_source: str = ""
 
 
 @dataclass

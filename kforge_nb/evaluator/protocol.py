@@ -17,7 +17,9 @@
     the median of paired ratios with its interval; a timed call's output is checked again; a
     speedup over 10x is timed twice; on the CPU, competition for it is read meanwhile (busy).
     Under --precision tf32/bf16/fp16 the reference as run under that policy (policy.py) is a
-    side of each round too. Profiles (the median of several calls), roofline.
+    side of each round too. A time below the outputs' bytes at the hardware's guaranteed
+    bandwidth is `faster-than-hardware` (physics.py). Profiles (the median of several calls),
+    roofline (a display: a beaten ceiling is flagged, never refused).
  6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
     candidate in its worker, on inputs drawn from one seed; its failures are reported in
     `measures`, never in the verdict.

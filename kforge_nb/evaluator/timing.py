@@ -55,14 +55,12 @@ class TimedRounds(TimingFigures):
             return
         self.fill_timing(result, paired, speedup, rechecked, note)
         self.lap("timing")
-        beyond = result.roofline.fraction_of_sol if result.timing.real else None
-        if beyond and beyond > PHYSICS_LIMIT:
-            return overturn(result, Result(
-                REJECTED, f"faster than the hardware allows: {result.timing.candidate_ms:.4g} ms "
-                f"a call is {beyond:.0f}x the speed of light of {result.roofline.device} "
-                f"({result.roofline.speed_of_light_ms:.4g} ms for its "
-                f"{result.roofline.bound}-bound minimum; rule `faster-than-hardware`)",
-                rules=["faster-than-hardware"]))
+        # the physics floor: the outputs' bytes at the guaranteed bandwidth (physics.py); a
+        # beaten roofline (measured ceilings, the reference's FLOPs) is only flagged
+        from . import physics
+        refused = physics.check(result, self.summary, self.device)
+        if refused:
+            return overturn(result, Result(REJECTED, refused, rules=["faster-than-hardware"]))
         self.profile(result)
         self.lap("profile")
         self.read_counters(result)
