@@ -82,6 +82,10 @@ class Timing:
     # a torch.compile figure from another moment: shown with its age, never in a ratio
     compile_cached_ms: float | None = None
     compile_cached_age_s: float | None = None
+    # the head-to-head against the best of its time, timed in the same rounds (session/standing.py
+    # decides with it): {"id", "ratio" (the rival's time / this one's), "ci", "noise", "verdict"
+    # ("faster" | "slower" | "tie"), "stat", "rounds"}; None where there was no rival
+    versus: dict | None = None
 
 
 @dataclass

@@ -106,6 +106,9 @@ def profile_summary(result: Result) -> dict:
            if (result.profile or {}).get("ncu_csv") else {}),
         **({"ncu_error": result.profile["ncu_error"]}
            if (result.profile or {}).get("ncu_error") else {}),
+        # where the profiled call and the timed median differ (evaluator/figures.py)
+        **({"profile_note": result.profile["note"]}
+           if (result.profile or {}).get("note") else {}),
     }
 
 
@@ -153,6 +156,9 @@ def summary_text(s: dict) -> str:
                  f"{num(s.get('peak_flops'), ' GFLOP/s', 1e9)}")
     if s.get("launches") is not None:
         lines.append(f"Launches per forward: {s['launches']}")
+    if s.get("profile_note"):
+        # a measurement decides whether it is said: a replay leaves the line out (recording.py)
+        lines.append(f"Profile note: {s['profile_note']}")
     if s.get("top_kernels"):
         lines.append("Top kernels (share of the candidate's time):")
         lines += [f"  - {k['name']} {k['share']:.0%}" for k in s["top_kernels"]]

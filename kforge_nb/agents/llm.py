@@ -7,6 +7,7 @@ from .. import knowledge as kb
 from .. import machine as host
 from ..providers.base import sampling
 from ..providers.pricing import cost_usd
+from ..result import REJECTED
 from ..targets import get_target
 from . import contract, history
 from .base import (AnalysisRequest, Generation, GenerationRequest, Recommendation, Usage)
@@ -113,7 +114,15 @@ class LLMGenerator:
             machine=machine_lines(self.machine, target),
             contract=contract.lines(target.name, self.precision),
             outcomes=history.lines(line),
-            start=history.starting_point(request.parent, request.kind, line))
+            start=history.starting_point(request.parent, request.kind, line),
+            # the earlier candidates the request names (a re-apply, another lineage's change)
+            referred=history.referred([request.instruction, request.variation],
+                                      request.outcomes, but=request.parent),
+            # a refusal an estimate or a timeout made: the model may ask for a judging again
+            may_ask_again=request.kind == "fix" and request.previous_result is not None and (
+                request.previous_result.state == REJECTED or history.refused_by_estimate_or_time(
+                    request.previous_result.state, request.previous_result.rules,
+                    request.previous_result.error)))
         system = self.prompts.render("generate_system", request.iteration, **context)
         user = self.prompts.render("generate", request.iteration, **context)
         return system, [{"role": "user", "content": user}], picks
@@ -134,14 +143,23 @@ class LLMGenerator:
         return Generation(code, reply.text, sent, usage, failure, **said)
 
 
-FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN|ALTERNATIVE):\s*", re.MULTILINE)
+FIELD = re.compile(r"^(TITLE|RECOMMENDATION|EXPECTED GAIN|ALTERNATIVE|DONE):\s*", re.MULTILINE)
+DONE_TITLE = "nothing further worth trying"
 
 
 def parse_recommendation(text: str) -> dict:
+    """The answer's fields: title, recommendation, expected gain, alternatives; or "done"
+    (why nothing further is worth trying) where it answers DONE: and recommends nothing."""
     parts = FIELD.split(text)
     pairs = [(parts[i].lower(), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
     fields: dict = {key: value for key, value in pairs if key != "alternative"}
     fields["alternatives"] = [value for key, value in pairs if key == "alternative" and value]
+    if "done" in fields and "recommendation" not in fields:     # nothing further to try
+        why = fields["done"] or DONE_TITLE
+        return {"title": fields.get("title") or why.splitlines()[0][:80] or DONE_TITLE,
+                "recommendation": why,
+                "done": why, "alternatives": []}
+    fields.pop("done", None)
     if "recommendation" not in fields:   # a free-form answer: keep it whole
         fields = {"title": text.strip().splitlines()[0][:80] if text.strip() else "",
                   "recommendation": text.strip()}
@@ -170,7 +188,8 @@ class LLMAnalyst:
                        candidate=request.candidate,
                        outcomes=history.lines(line, to_analyst=True),
                        recommended=history.with_outcomes(request.history, line),
-                       again=history.seen_again(request.candidate, line))
+                       again=history.seen_again(request.candidate, line),
+                       judge_again=history.may_be_judged_again(line))
         system = self.prompts.render("analyse_system", request.iteration, **context)
         user = self.prompts.render("analyse", request.iteration, **context)
         messages = [{"role": "user", "content": user_content(user, found)}]
@@ -180,6 +199,7 @@ class LLMAnalyst:
         return Recommendation(
             title=fields.get("title", ""), text=fields.get("recommendation", ""),
             expected_gain=fields.get("expected gain", ""),
+            action={"kind": "done", "why": fields["done"]} if "done" in fields else {},
             alternatives=fields.get("alternatives", [])[:request.alternatives],
             usage=usage_of(reply, self.provider.model),
             messages=[{"role": "system", "content": system},   # pictures named by their files

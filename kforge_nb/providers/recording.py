@@ -29,10 +29,20 @@ DEVICE = re.compile(r"CPU \(\d+ cores?, \d+ threads?\)(?: \(in cache\))?|NVIDIA 
 # that are there only when nothing was kept) differ where the code does not. A replay compares
 # prompts without them (normalised, below); every such phrase agents/history.py writes is
 # matched here (tests/test_machine_and_history.py flips which candidate won and compares).
-STANDING_WORDS = re.compile(r"kept as the best|not kept|the best so far"
+# "kept as the best" and "not kept" go with the head-to-head that decided them, where there was
+# one (agents/history.py versus_text: "not kept: 12 % slower than 0.0 timed side by side (...)",
+# "...: a tie with 0.0 timed side by side (...)"), and with "refused" where a timing refused it.
+STANDING_WORDS = re.compile(r"(?:kept as the best|not kept)(?:: refused|: [^;\n]*? timed side "
+                            r"by side \([^)\n]*\))?|the best so far"
                             r"|not the best now; the search expands it too")
+# the sentences and sections there only where a measurement said so: "; the best now", the
+# changes not kept, why the analyst sees a candidate again, the candidates refused by an estimate
+# or a timeout it may have judged again, and the profile note (a profiled call far from the
+# timed median, evaluator/figures.py profile_note)
 STANDING_TEXT = re.compile(r"; the best now| Earlier changes to it were not kept: [^\n]*"
-                           r"|\n## Why you see \S+ again\n.*?(?=\n## |\Z)", re.S)
+                           r"|\n## Why you see \S+ again\n.*?(?=\n## |\Z)"
+                           r"|\n[^\n]* refused by an estimate or a timeout, not by its output: "
+                           r"[^\n]*|\nProfile note: [^\n]*", re.S)
 
 
 def without_standing(text: str) -> str:

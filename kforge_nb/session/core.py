@@ -41,7 +41,7 @@ from .journal import Journal
 from .ledger import Ledger
 from .loop import Loop
 from .records import Attempt, Budget, History
-from .repeats import Repeats
+from .repeats import Asking, Repeats
 from .search import Tree, make_search
 from .standing import Standing
 
@@ -294,7 +294,8 @@ class Session:
                   applied: Recommendation | None = None) -> Attempt:
         """Judge a candidate (or take the verdict of an earlier one with the same code) and
         record it."""
-        key, earlier = self._repeats.claim(code, self.history)
+        key, earlier = self._repeats.claim(code, self.history, Asking.of(
+            iteration, parent, kind, generation, recommendation, decision, applied))
         if earlier is not None:       # the same code as a judged candidate: its verdict
             result = Result.from_dict(earlier.result.to_dict())
             attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,

@@ -14,6 +14,7 @@ import html
 import io
 from functools import lru_cache
 
+from ..agents.history import reason
 from ..intervals import busy_text, interval_text, roofline_text, timing_speedup, valid_ci
 from ..result import measures_line
 
@@ -133,18 +134,33 @@ def candidates_table(record: dict) -> str:
         t, roof = r.get("timing") or {}, r.get("roofline") or {}
         colour = STATE_COLOURS.get(r["state"], "#616161")
         star = " ★" if a["id"] == record.get("best_id") else ""
-        message = "" if r["state"] == "correct" else (r["message"].splitlines() or [""])[0][:90]
-        message = "; ".join(m for m in (same_or_tie(a), message) if m)
         cells = [esc(a["id"] + star), esc(a["kind"]),
                  f'<span style="color:{colour};font-weight:bold">{esc(r["state"])}</span>',
                  fmt(t.get("candidate_ms")) + (" (busy)" if t.get("busy") else ""),
                  speedup_cell(t, "eager"), speedup_cell(t, "compile"),
                  esc(roofline_text(roof.get("fraction_of_sol"), roof.get("ceiling_exceeded"))),
-                 esc(message)]
+                 message_cell(a)]
         rows.append("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
     head = "".join(f'<th style="{CELL};background:#f3f3f3">{h}</th>' for h in header)
     return (f'<table style="border-collapse:collapse;margin:4px 0"><tr>{head}</tr>'
             f'{"".join(rows)}</table>')
+
+
+SHORT_MESSAGE = 90      # a message cell's first words; the whole reason is right below them
+
+
+def message_cell(a: dict) -> str:
+    """A candidate's "same as" / "tie with" and its verdict's reason: the reason whole where it
+    is short, else its first words with the whole of it right below (a <details> in the cell,
+    which sanitisers keep): a refusal's reason is never cut."""
+    r = a["result"]
+    said = "" if r["state"] == "correct" else reason(r["state"], r.get("message") or "")
+    tag = same_or_tie(a)
+    if len(said) <= SHORT_MESSAGE:
+        return esc("; ".join(m for m in (tag, said) if m))
+    head = "; ".join(m for m in (tag, said[:SHORT_MESSAGE].rstrip() + "…") if m)
+    return (f'<details data-role="reason"><summary>{esc(head)}</summary>'
+            f'<div style="white-space:pre-wrap;max-width:60em">{esc(said)}</div></details>')
 
 
 def speedup_cell(t: dict, baseline: str) -> str:

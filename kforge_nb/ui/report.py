@@ -15,6 +15,7 @@ import math
 import threading
 
 from . import fallback
+from ..agents.history import reason
 from .fallback import id_key
 from ..session.confirm import sentence as confirm_sentence
 from ..session.events import Event
@@ -187,8 +188,8 @@ def status_line(run: list[Event], iterations: int, best) -> str:
         return (f"{at}: {d['service']} attempt {d['attempt']} of {d['attempts']} failed "
                 f"({d['reason']}); retrying in {d['wait_s']:.1f} s")
     if e.kind == "evaluated":
-        first = (d["result"]["message"].splitlines() or [""])[0][:120]
-        return f"candidate {e.iteration}.{d['sample']}: {d['result']['state']} ({first})"
+        said = reason(d["result"]["state"], d["result"]["message"])     # whole, never cut
+        return f"candidate {e.iteration}.{d['sample']}: {d['result']['state']} ({said})"
     if e.kind == "recommendation":
         return f"{at}: recommendation: {d['title']}"
     if e.kind == "decision":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..agents.history import reason
 from ..intervals import busy_text, roofline_text, timing_speedup
 from ..session.confirm import sentence as confirm_sentence
 from ..session.decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, Decision
@@ -51,8 +52,8 @@ class Progress:
                 line += f"\n  noisy: {t['noise_note']}"
             if d.get("parent") and d.get("kind") == "optimise":
                 line += f" (from {d['parent']})"
-            if r["state"] != "correct":
-                line += f": {r['message'].splitlines()[0][:160]}"
+            if r["state"] != "correct":          # the reason whole, a refusal's every line
+                line += f": {reason(r['state'], r['message'])}"
         elif event.kind == "candidate_generated" and answered(d.get("notes")):
             line = f"[{i}.{d['sample']}] agent: {answered(d['notes'])}"
         elif event.kind == "evaluation_step":
