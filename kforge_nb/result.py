@@ -86,6 +86,9 @@ class Timing:
     # decides with it): {"id", "ratio" (the rival's time / this one's), "ci", "noise", "verdict"
     # ("faster" | "slower" | "tie"), "stat", "rounds"}; None where there was no rival
     versus: dict | None = None
+    # the median over rounds of each block's low calls (stats.block_low): the candidate's own
+    # time with the noise a contested CPU adds mostly left out
+    candidate_low_ms: float | None = None
 
 
 @dataclass

@@ -68,15 +68,57 @@ class TimingFigures:
             t.busy, t.busy_note = stats.busy_decision(
                 cpu["load1"], cpu["cores"], cpu["others_cores"], cpu["worker_cpu_s"],
                 cpu["wall_s"], cpu["preempted"])
-        if t.busy:    # on a contested CPU a judging repeats only to about ±25 %: said so
-            t.speedup_vs_eager_ci = stats.at_least(t.speedup_vs_eager_ci, t.speedup_vs_eager)
-            t.speedup_vs_compile_ci = stats.at_least(t.speedup_vs_compile_ci,
-                                                     t.speedup_vs_compile)
+        lows = paired.get("lows") or {}
+        if lows.get("candidate"):
+            t.candidate_low_ms = statistics.median(lows["candidate"])
+        if t.busy and real and lows:
+            self.busy_figures(t, lows, factor)
+        t.versus = self.versus(paired)
         self.fill_policy(t, paired, factor)
         dtype = (self.summary.get("output_dtypes") or ["torch.float32"])[0].replace("torch.", "")
         result.roofline = devices.roofline(self.summary.get("flops"), self.summary.get("min_bytes"),
                                            dtype, self.device, median if t.real else None,
                                            self.options.precision)
+
+    def busy_figures(self, timing: Timing, lows: dict, factor: float) -> None:
+        """On a contested CPU noise only adds time, and not to every side alike: a block's
+        median carries the load, its low calls much less. The point is the median of the low
+        calls' ratios, and the interval spans the rank intervals of both ratios (medians and
+        low calls): as wide as the load made the data, never a floor of its own."""
+        def low_ratios(side):
+            return [x / c for x, c in zip(lows[side], lows["candidate"]) if c > 0]
+        for side, name in (("judge", "eager"), ("compile", "compile")):
+            if side not in lows or getattr(timing, f"speedup_vs_{name}") is None:
+                continue
+            ratios = low_ratios(side)
+            if not ratios:
+                continue
+            point = statistics.median(ratios) * factor
+            setattr(timing, f"speedup_vs_{name}", point)
+            setattr(timing, f"speedup_vs_{name}_ci", stats.hull(
+                getattr(timing, f"speedup_vs_{name}_ci"),
+                scaled(stats.median_interval(ratios), factor), [point, point]))
+        eager = lows.get("judge") or []
+        if len(eager) >= 2 and min(eager) > 0:
+            timing.busy_note += (f"; eager's own low calls ranged {min(eager):.4g}-"
+                                 f"{max(eager):.4g} ms across the rounds "
+                                 f"({max(eager) / min(eager):.1f}x)")
+
+    def versus(self, paired: dict) -> dict | None:
+        """The head-to-head with the rival (stats.head_to_head), with whom and the two times;
+        {"id", "verdict": "void", "why"} where one was asked for and could not be had."""
+        if not self.options.rival:
+            return None
+        lows = paired.get("lows") or {}
+        duel = stats.head_to_head(lows.get("rival") or [], lows.get("candidate") or []) \
+            if paired.get("rival") and not getattr(self, "rival_void", "") else None
+        if duel is None:
+            void = {"id": self.options.rival_id, "verdict": "void",
+                    "why": getattr(self, "rival_void", "") or "the rival was not timed"}
+            return {**void, "rival_wrong": True} if getattr(self, "rival_wrong", False) else void
+        return {"id": self.options.rival_id, **duel,
+                "rival_ms": statistics.median(lows["rival"]),
+                "candidate_ms": statistics.median(lows["candidate"])}
 
     def fill_policy(self, timing: Timing, paired: dict, factor: float) -> None:
         """The figures under the precision policy, beside the fp32 ones: eager and

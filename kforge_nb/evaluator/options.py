@@ -36,6 +36,10 @@ class EvalOptions:
     measure_hook: str = ""
     measure_label: str = ""
     objective: str = ""
+    # the best candidate so far (its code and id), timed beside this one in the same rounds:
+    # the head-to-head the session decides with (rival.py, Timing.versus); "" for none
+    rival: str = ""
+    rival_id: str = ""
 
     def trial_plan(self, secret: int = 0) -> list[dict]:
         """The trials' inputs: seeds offset by `secret`, a number drawn for each evaluation that

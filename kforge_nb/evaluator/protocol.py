@@ -47,6 +47,7 @@ from .device_lock import cpu_work, timing_lock
 from .jobs import candidate_job, reference_job
 from .options import EvalOptions
 from .process import Worker, WorkerFailure, available_memory
+from .rival import Rival
 from .talk import WorkerTalk, sandbox_report
 from .timing import TimedRounds
 from .verdicts import (CandidateFailed, bad_output, failure_result, overturn, problem_message,
@@ -156,6 +157,9 @@ class Evaluation(WorkerTalk, TimedRounds):
         self.sandbox: dict = {}
         self.summary: dict = {}
         self.policy: dict = {}       # the reference's baseline under --precision (policy.py)
+        self.rival: Rival | None = None   # the best so far, timed beside it (rival.py)
+        self.rival_void = ""              # why there is no head-to-head, where one was asked
+        self.rival_wrong = False          # ... because the rival's timed output was wrong
         self.skipped: list[str] = []
         self.lines = candidate.splitlines()
         self.secret = random.SystemRandom().randrange(1 << 20, 1 << 40)   # seeds: see trial_plan
@@ -177,6 +181,7 @@ class Evaluation(WorkerTalk, TimedRounds):
             self.worker = Worker("candidate_main", candidate_job(
                 self.problem, self.candidate, self.target, self.options, self.folder,
                 self.device, False), self.options.timeout_s, self.options.memory_bytes)
+            self.start_rival()
             try:
                 ready = self.judge.recv()
             except WorkerFailure as failure:
@@ -189,11 +194,22 @@ class Evaluation(WorkerTalk, TimedRounds):
             return self.finished(tampering(runtime_failure(failure), sorted(self.tampered)))
         finally:
             self.working.close()
-            for worker in (self.worker, self.judge):
+            for worker in (self.worker, self.judge, self.rival):
                 if worker is not None:
                     worker.close()
             if self.in_memory is not None:
                 shutil.rmtree(self.in_memory, ignore_errors=True)
+
+    def start_rival(self) -> None:
+        """The best so far's worker, built while the candidate is (where a head-to-head is
+        asked for and the candidate will be timed)."""
+        if not (self.options.rival and self.options.measure):
+            return
+        try:
+            self.rival = Rival(self.problem, self.options.rival, self.options.rival_id,
+                               self.target, self.options, self.folder, self.device)
+        except (WorkerFailure, OSError) as failure:
+            self.rival_void = f"its worker did not start: {failure}"
 
     def judged(self) -> Result:
         self.sandbox = sandbox_report(self.worker)

@@ -112,20 +112,71 @@ def noise_sentence(ratios: list[float], goal: float = GOAL) -> str:
 
 # --- a busy machine -----------------------------------------------------------------------------
 
-# Judged again on a contested CPU, a kernel's speedup moves by far more than one judging's
-# rank interval says (the scheduler's slices shift whole rounds): beside two busy loops on two
-# cores, 30 judgings of one kernel spread 1.46x (p90/p10) with intervals of ±10 %, and held
-# the idle median in 50 %; widened to at least ±25 % they held it in 93 %, and the kernel judged
-# twice was never called different (benchmarks/noise.py; docs/noise-2026-11-26.md)
-BUSY_FLOOR = 0.25
+# --- two kernels side by side, and noise that only adds time -------------------------------------
+
+# On a contested CPU a call is slowed, never sped up, by whoever else has the cores: a block's low
+# calls are those the scheduler left alone, and they stay put while its median swings (beside two
+# busy loops eager's median moved tenfold minutes apart). A low quantile and not the minimum: a
+# kernel that is fast on one call in fifty (a skipped computation it hopes nobody checks) does
+# not set it.
+LOW_QUANTILE = 0.2
+SELF_NOISE_FLOOR = 0.01    # a kernel against itself never agrees to better than 1 %
 
 
-def at_least(interval: list[float] | None, point: float | None,
-             floor: float = BUSY_FLOOR) -> list[float] | None:
-    """`interval`, widened where needed to at least ±`floor` of `point`."""
-    if interval is None or not point:
-        return interval
-    return [min(interval[0], point * (1 - floor)), max(interval[1], point * (1 + floor))]
+def block_low(samples: list[float], q: float = LOW_QUANTILE) -> float:
+    """The block's `q` quantile (the lower of the two calls around it)."""
+    ordered = sorted(samples)
+    return ordered[int(q * (len(ordered) - 1))]
+
+
+def self_noise(*series: list[float]) -> float:
+    """How far one kernel's block statistic moves from a round to the next: the same kernel
+    timed against itself (its own blocks at two moments), as the half-width of the rank
+    interval of those ratios around 1, over every series given; at least SELF_NOISE_FLOOR. A
+    head-to-head closer than this is a tie whatever its interval says."""
+    moves = [b / a for s in series for a, b in zip(s, s[1:]) if a > 0 and b > 0]
+    interval = median_interval(moves) if len(moves) >= 2 else None
+    if interval is None:
+        return SELF_NOISE_FLOOR
+    return max(SELF_NOISE_FLOOR, interval[1] - 1, 1 - interval[0])
+
+
+def head_to_head(rival: list[float], candidate: list[float]) -> dict | None:
+    """The candidate against the rival from their blocks' low quantiles, round by round (both
+    in the same rounds): {"ratio": the median of rival / candidate (above 1: the candidate is
+    faster), "ci": its 95 % rank interval, "noise": self_noise of both, "verdict", "rounds"}.
+
+    "faster" when the whole interval is above 1 and the point clears the noise band; "slower"
+    the mirror; else "tie". None without a round."""
+    ratios = [r / c for r, c in zip(rival, candidate) if r > 0 and c > 0]
+    if not ratios:
+        return None
+    point = median(ratios)
+    low, high = median_interval(ratios)
+    noise = self_noise(rival, candidate)
+    verdict = "tie"
+    if low > 1 and point > 1 + noise:
+        verdict = "faster"
+    elif high < 1 and point < 1 / (1 + noise):
+        verdict = "slower"
+    return {"ratio": point, "ci": [low, high], "noise": round(noise, 4), "verdict": verdict,
+            "rounds": len(ratios), "stat": f"p{LOW_QUANTILE * 100:.0f} of each block"}
+
+
+def settled(duel: dict | None, goal: float = GOAL) -> bool:
+    """Whether a head-to-head needs no more rounds: decided, or its interval within ±goal."""
+    if duel is None:
+        return True
+    width = half_width(tuple(duel["ci"]), duel["ratio"])
+    return duel["verdict"] != "tie" or (width is not None and width <= goal)
+
+
+def hull(*intervals) -> list[float] | None:
+    """The smallest interval holding every one given (None ones aside)."""
+    given = [i for i in intervals if i is not None]
+    if not given:
+        return None
+    return [min(i[0] for i in given), max(i[1] for i in given)]
 
 
 OTHERS_BUSY = 0.5        # other processes used this many cores on average while we timed
@@ -159,6 +210,7 @@ def busy_decision(load1: float | None, cores: int, others_cores: float | None,
         return False, ""
     if worker_cpu_s is not None and wall_s > 0:
         seen.append(f"its worker had the CPU {worker_cpu_s / wall_s:.0%} of the wall time")
-    return True, ("the machine was busy while timing (" + "; ".join(seen) + "): the figures "
-                  f"carry that load, and their intervals are at least ±{BUSY_FLOOR:.0%} (a "
-                  "judging on a contested CPU repeats only to about that)")
+    return True, ("the machine was busy while timing (" + "; ".join(seen) + "): noise that "
+                  "only adds time; each speedup's interval spans both the blocks' medians and "
+                  "their low calls (what the scheduler left alone), so it is as wide as the "
+                  "load made it")

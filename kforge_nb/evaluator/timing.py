@@ -13,12 +13,11 @@ from ..result import MISMATCH, REJECTED, Result
 from . import clocks, nsight, stats, transfer
 from .figures import TimingFigures, profile_note
 from .process import WorkerFailure, descendants
+from .rival import RivalFailed
 from .verdicts import CandidateFailed, bad_output, failure_result, overturn
 
 SUSPICIOUS_SPEEDUP = 10.0
-# a time this many times below the roofline's speed of light is not a measurement (the CPU's
-# ceilings are probes and honest kernels have reached 1.8x them; a forged clock reaches 100x)
-PHYSICS_LIMIT = 4.0
+
 NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
 NSIGHT_TIMEOUT_S = 150.0
 # the interleaved rounds go on until the interval is narrow, for at most this many times the
@@ -40,6 +39,7 @@ class TimedRounds(TimingFigures):
         ready = self.ask_candidate("prepare_timing", sets)
         if "failed" in ready:
             return overturn(result, failure_result(ready, self.target))
+        self.ready_rival(sets, note)
         rounds = 1 if note else max(stats.MIN_ROUNDS, self.options.timing_rounds)
         sides = self.timing_sides(note)
         calls = {side: 2 for side in sides} if note else self.calibrate(rounds, sides)
@@ -53,6 +53,7 @@ class TimedRounds(TimingFigures):
                 paired, speedup = again, statistics.median(again["ratios"]["judge"])
         if self.check_timed_calls(result, paired["kept"]):
             return
+        self.check_rival_calls(paired)
         self.fill_timing(result, paired, speedup, rechecked, note)
         self.lap("timing")
         # the physics floor: the outputs' bytes at the guaranteed bandwidth (physics.py); a
@@ -83,12 +84,44 @@ class TimedRounds(TimingFigures):
                 else:
                     self.compile_errors[side] = str(reply.get("error") or "it failed")
             self.lap("torch.compile")
-        return tuple(sides) + ("judge", "candidate")
+        rival = ("rival",) if self.rival is not None and not self.rival_void else ()
+        return tuple(sides) + ("judge", "candidate") + rival
+
+    def ready_rival(self, sets: list[dict], note: str) -> None:
+        """The rival built, constructed and given the same input sets (where there is one and
+        the timing is a performance figure); a failure voids the head-to-head."""
+        if self.rival is None or self.rival_void:
+            return
+        if note:
+            return self.void_rival(f"no head-to-head: {note}")
+        try:
+            self.rival.ready(self.folder / "weights.pt")
+            self.rival.ask("prepare_timing", sets)
+        except RivalFailed as failed:
+            self.void_rival(str(failed))
+
+    def check_rival_calls(self, paired: dict) -> None:
+        """The rival's kept timed calls must be right too, or the head-to-head is void."""
+        for call in paired.get("rival_kept") or []:
+            path = self.rival.exchange_path(f"call{call}.bin")
+            try:
+                reply = self.rival.ask("kept_output", call, path)
+            except RivalFailed as failed:
+                return self.void_rival(str(failed))
+            checked = self.ask_judge("check_sample", call, path)
+            if "bad_output" in checked or not checked.get("ok"):
+                why = checked.get("bad_output") or checked.get("text", "")
+                self.rival_wrong = True     # the best so far is not: the session drops it
+                return self.void_rival(f"its output of timed call {call + 1} was wrong: {why}")
+            if reply.get("odd_output"):
+                return self.void_rival(reply["odd_output"])
 
     def ask_side(self, side: str, calls: int, keep: list[int] = (), hold: bool = True) -> dict:
         """One timed block of `side` (see timing_sides)."""
         if side == "candidate":
             return self.ask_candidate("time", calls, list(keep), hold)
+        if side == "rival":
+            return self.rival.ask("time", calls, list(keep), hold)
         return self.ask_judge("time", calls, side in ("policy", "compile_policy"),
                               side.startswith("compile"))
 
@@ -98,7 +131,14 @@ class TimedRounds(TimingFigures):
         per_block = self.options.timing_budget_s / (len(sides) * rounds)
         counts = {}
         for side in sides:
-            reply = self.ask_side(side, 2)
+            if side == "rival":
+                try:
+                    reply = self.ask_side(side, 2)
+                except RivalFailed as failed:
+                    self.void_rival(str(failed))
+                    continue
+            else:
+                reply = self.ask_side(side, 2)
             if "failed" in reply:
                 raise CandidateFailed(failure_result(reply, self.target))
             samples = reply["samples"]
@@ -122,15 +162,18 @@ class TimedRounds(TimingFigures):
         """The sides in alternating blocks (ABBA order cancels drift: the order of a round is
         reversed in the next, so each side's mean position over two rounds is the same).
         `rounds` is the fewest; with `adaptive`, rounds are added until the interval of the
-        speedup over eager is within ±5 % or the time cap is reached (stats.enough_rounds).
-        Each round gives one ratio a side: that side's median over the candidate's. The
-        candidate keeps the outputs of timed calls picked at random (all of them when there
-        are few), so an answer that is right only on some calls cannot count on which. The
-        CPU time of the machine, ours and the worker's is read around it all (busy)."""
-        sides = tuple(calls)
+        speedup over eager is within ±5 % and the head-to-head with the rival is decided (or
+        narrow), or the time cap is reached (stats.enough_rounds, stats.settled). Each round
+        gives one ratio a side: that side's median over the candidate's; and each block its
+        low quantile (stats.block_low), which noise that only adds time leaves alone. The
+        candidate (and the rival) keep the outputs of timed calls picked at random (all of them
+        when there are few), so an answer that is right only on some calls cannot count on
+        which. The CPU time of the machine, ours and the workers' is read around it all."""
+        sides = list(calls)
         times = {side: [] for side in sides}
-        ratios = {side: [] for side in sides if side != "candidate"}
-        walls, clocked, kept = [], [], []
+        lows = {side: [] for side in sides}
+        ratios = {side: [] for side in sides if side not in ("candidate", "rival")}
+        walls, clocked, rival_clocked, kept = [], [], [], {}
         # every output of a block held until it ends, where they fit (harness.time_calls)
         hold = calls["candidate"] * self.summary.get("output_bytes", 0) <= 1 << 30
         chooser = random.SystemRandom()
@@ -143,10 +186,18 @@ class TimedRounds(TimingFigures):
             order = sides if k % 2 == 0 else sides[::-1]
             block = {}
             for side in order:
-                if side == "candidate":
+                if side in ("candidate", "rival"):
                     few = calls[side] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
                     keep = [] if k != checked_round else list(range(calls[side])) if few \
                         else [chooser.randrange(calls[side])]
+                    if side == "rival":
+                        try:
+                            block[side] = self.ask_side(side, calls[side], keep, hold)
+                        except RivalFailed as failed:
+                            self.void_rival(str(failed))
+                            continue
+                        rival_wall = self.rival.last_wall_ms
+                        continue
                     block[side] = self.ask_side(side, calls[side], keep, hold)
                     if "failed" in block[side]:
                         raise CandidateFailed(failure_result(block[side], self.target))
@@ -156,18 +207,25 @@ class TimedRounds(TimingFigures):
                 block[side] = self.ask_side(side, calls[side])
                 if side == "judge":
                     judge_wall = (time.monotonic() - started) * 1e3
+            if "rival" in sides and "rival" not in block:     # it failed in this round
+                sides.remove("rival")
             medians = {side: statistics.median(block[side]["samples"]) for side in sides}
             c = medians["candidate"]
             for side in sides:
                 times[side].append(medians[side])
-                if side != "candidate":
+                lows[side].append(stats.block_low(block[side]["samples"]))
+                if side in ratios:
                     ratios[side].append(medians[side] / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
             if k == checked_round:
-                kept = block["candidate"]["kept"]
+                kept = {side: block[side]["kept"] for side in ("candidate", "rival")
+                        if side in sides}
             clocked.append((clocks.Block(block["judge"]["samples"], judge_wall),
                             clocks.Block(block["candidate"]["samples"], candidate_wall)))
+            if "rival" in sides:
+                rival_clocked.append((clocked[-1][0],
+                                      clocks.Block(block["rival"]["samples"], rival_wall)))
             k += 1
             if not adaptive:
                 if k >= rounds:
@@ -175,14 +233,31 @@ class TimedRounds(TimingFigures):
                 continue
             done, stop = stats.enough_rounds(ratios["judge"], time.monotonic() - began,
                                              self.timing_cap_s(watch), min_rounds=rounds)
+            if stop == "narrow" and "rival" in sides and not stats.settled(
+                    stats.head_to_head(lows["rival"], lows["candidate"])):
+                done, stop = False, ""          # the decision needs more rounds than the figure
             if done:
                 break
-        lie = clocks.disagreement(clocked, passes=2 if self.device == "cuda" else 1)
+        passes = 2 if self.device == "cuda" else 1
+        lie = clocks.disagreement(clocked, passes=passes)
         if lie:
             raise CandidateFailed(Result(REJECTED, f"{lie} (rule `clock-disagrees`)",
                                          rules=["clock-disagrees"]))
-        return {"times": times, "ratios": ratios, "walls": walls, "stop": stop,
-                "calls": calls, "kept": kept, "cpu": watch.reading() if watch else None}
+        if "rival" in sides:
+            lie = clocks.disagreement(rival_clocked, passes=passes)
+            if lie:
+                self.void_rival(f"its clock disagrees with the parent's: {lie}")
+                sides.remove("rival")
+        return {"times": times, "lows": lows, "ratios": ratios, "walls": walls, "stop": stop,
+                "calls": calls, "kept": kept.get("candidate", []),
+                "rival_kept": kept.get("rival", []) if "rival" in sides else [],
+                "rival": "rival" in sides, "cpu": watch.reading() if watch else None}
+
+    def void_rival(self, why: str) -> None:
+        """The head-to-head is off (the candidate's judging goes on): said in its verdict."""
+        self.rival_void = self.rival_void or why
+        if self.rival is not None:
+            self.rival.close()
 
     def cpu_watch(self) -> clocks.CpuWatch | None:
         """On the CPU: who else had it while timing (stats.busy_decision)."""

@@ -1,54 +1,63 @@
-"""The final judging (`--confirm N`): before a session names its best, the N fastest distinct
-candidates are judged again, side by side, and the best is the one with the highest median.
+"""Deciding duels: two candidates judged again side by side, one as the rival of the other
+(the evaluator times both in the same interleaved rounds), where a decision between them was
+made without that.
 
-Each candidate was judged once. The more candidates a search judges, the likelier the fastest
-measured is one whose single timing caught the machine quiet (the winner's curse): on a busy
-2-core host a beam run named a kernel measured at 1.37x eager that ran at 0.63-0.70x in five
-later judgings. The finalists are judged ROUNDS more times, in an order that rotates each
-round, and compared by their median speedup vs eager, a ratio timed within one evaluation
-(eager beside the candidate), so drift between evaluations cancels. A finalist that comes back
-other than correct is dropped and said so: a kernel right once and wrong once is not the best.
+Two places ask for them:
+  - after a round (`Loop.settle`): samples of one round were each timed beside the best of
+    their time, not beside each other; where one of them would take the best's place on that
+    indirect comparison (standing.sibling) or on speedups alone (a judging without a rival),
+    the two are timed side by side before it does.
+  - the final judging (`--confirm N`): the more candidates a search judges, the likelier its
+    best is one whose comparison caught the machine at a lucky moment (the winner's curse). The
+    N best distinct candidates are each timed again beside the best; a finalist that comes
+    back faster takes its place (Standing.challenged), one that comes back other than correct is
+    dropped and said so (a kernel right once and wrong once is not the best).
 """
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
+from .. import intervals
 from ..result import CORRECT, Result
 from .records import Attempt, normalised_code
 
-ROUNDS = 3           # judgings per finalist: a median of three shrugs off one outlier
+ROUNDS = 1           # deciding duels per finalist: each is itself many interleaved rounds
 DEFAULT_WIDE = 3     # finalists when --confirm is not given, for beam and evolve (greedy: none)
 
 
 @dataclass
-class Judged:
-    """One finalist's judgings: its speedups vs eager and the states it came back with."""
+class Duel:
+    """One candidate timed again beside a rival: the head-to-head, or why there is none."""
     attempt: Attempt
-    speedups: list[float] = field(default_factory=list)
-    states: list[str] = field(default_factory=list)
+    rival: Attempt
+    versus: dict | None = None
+    state: str = ""
     message: str = ""
 
     @property
-    def dropped(self) -> bool:
-        return any(state != CORRECT for state in self.states)
+    def dropped(self) -> str | None:
+        """The id of the one that came back wrong: the candidate, or the rival whose timed
+        output the judge found wrong."""
+        if self.state and self.state != CORRECT:
+            return self.attempt.id
+        return self.rival.id if (self.versus or {}).get("rival_wrong") else None
 
     @property
-    def median(self) -> float | None:
-        return statistics.median(self.speedups) if self.speedups and not self.dropped else None
+    def decided(self) -> bool:
+        return self.state == CORRECT and bool(self.versus) and \
+            self.versus.get("verdict") in ("faster", "slower", "tie")
 
     def to_dict(self) -> dict:
-        return {"id": self.attempt.id, "first": self.attempt.result.timing.speedup_vs_eager,
-                "speedups": [round(s, 4) for s in self.speedups], "states": self.states,
-                "median": self.median, "message": self.message}
+        return {"id": self.attempt.id, "rival": self.rival.id, "state": self.state,
+                "versus": self.versus, "message": self.message, "dropped": self.dropped}
 
 
 def finalists(attempts: list[Attempt], rank, count: int) -> list[Attempt]:
-    """The `count` best correct candidates with a real speedup vs eager, one per kernel text
-    (two samples that wrote the same code, comments and blank lines aside, are one finalist)."""
+    """The `count` best correct candidates with a real timing, one per kernel text (two samples
+    that wrote the same code, comments and blank lines aside, are one finalist)."""
     timed = [a for a in attempts if a.result.state == CORRECT and a.code
-             and a.result.timing.real and a.result.timing.speedup_vs_eager]
+             and a.result.timing.real and a.result.timing.candidate_ms]
     chosen, codes = [], set()
     for attempt in sorted(timed, key=rank):
         key = normalised_code(attempt.code)
@@ -60,37 +69,48 @@ def finalists(attempts: list[Attempt], rank, count: int) -> list[Attempt]:
     return chosen
 
 
-def judge_again(chosen: list[Attempt], judge: Callable[[Attempt, int], Result],
-                go_on: Callable[[], bool], rounds: int = ROUNDS) -> list[Judged]:
-    """Each finalist judged `rounds` times, the order rotating each round (no finalist is
-    always timed first, on a cold or a warm machine); stops early when `go_on()` says so."""
-    judged = [Judged(a) for a in chosen]
-    for k in range(rounds):
-        for entry in judged[k % len(judged):] + judged[:k % len(judged)]:
-            if not go_on():
-                return judged
-            if entry.dropped:
-                continue
-            result = judge(entry.attempt, k)
-            entry.states.append(result.state)
-            if result.state != CORRECT:
-                entry.message = result.message[:300]
-            elif result.timing.speedup_vs_eager:
-                entry.speedups.append(result.timing.speedup_vs_eager)
-    return judged
+def fight(attempt: Attempt, rival: Attempt, judge: Callable[[Attempt, Attempt], Result]) -> Duel:
+    """`attempt` judged again with `rival` timed beside it."""
+    result = judge(attempt, rival)
+    duel = Duel(attempt, rival, result.timing.versus, result.state)
+    if result.state != CORRECT:
+        duel.message = result.message
+    elif not duel.decided:
+        duel.message = (result.timing.versus or {}).get("why") or "no head-to-head was timed"
+    return duel
+
+
+def duel_text(d: dict) -> str:
+    """One deciding duel in words: "1.1 vs 1.0: 1.21x faster side by side (1.15-1.27x)"."""
+    versus = d.get("versus") or {}
+    if d.get("state") and d["state"] != CORRECT:
+        return f"{d['id']} dropped: {d['state']} when judged again ({d.get('message', '')})"
+    if versus.get("rival_wrong"):
+        return f"{d['rival']} dropped: wrong when timed again beside {d['id']} ({versus['why']})"
+    if versus.get("verdict") not in ("faster", "slower", "tie"):
+        return f"{d['id']} vs {d['rival']}: not decided ({d.get('message') or versus.get('why')})"
+    return f"{d['id']} vs {d['rival']}: {versus_text(versus)}"
+
+
+def versus_text(versus: dict) -> str:
+    """A head-to-head in words: "1.21x faster side by side (95 % interval 1.15-1.27x)", "a tie
+    (within ±3 %, what a kernel shows against itself)", "0.80x: slower side by side ..."."""
+    ratio, ci = versus["ratio"], intervals.valid_ci(versus.get("ci"))
+    span = f" (95 % interval {ci[0]:.3g}-{ci[1]:.3g}x)" if ci else ""
+    if versus["verdict"] == "faster":
+        return f"{ratio:.2f}x faster side by side{span}"
+    if versus["verdict"] == "slower":
+        return f"{ratio:.2f}x, slower side by side{span}"
+    return (f"a tie at {ratio:.2f}x side by side{span}: within ±{versus.get('noise', 0):.0%}, "
+            "what one kernel shows against itself, or an interval across 1x")
 
 
 def sentence(data: dict) -> str:
     """The `confirmed` event in words, for every view."""
-    parts = []
-    for j in data["judged"]:
-        first = f"first {j['first']:.2f}x" if j.get("first") else "first -"
-        if j["median"] is not None:
-            parts.append(f"{j['id']} {j['median']:.2f}x ({first})")
-        elif j["states"] and j["states"][-1] != CORRECT:
-            parts.append(f"{j['id']} dropped: {j['states'][-1]} when judged again")
-        else:
-            parts.append(f"{j['id']} not judged whole")
+    parts = [duel_text(d) for d in data.get("judged", []) if "rival" in d]
+    if not parts:       # a run saved before duels: its finalists' medians
+        parts = [f"{j['id']} {j['median']:.2f}x" for j in data.get("judged", [])
+                 if j.get("median") is not None]
     moved = f", was {data['before']}" if data["before"] != data["best"] else ", as measured"
-    return (f"final judging (median speedup vs eager of {ROUNDS} more judgings): "
-            f"{'; '.join(parts)}. Best is {data['best']}{moved}")
+    return (f"final judging (each finalist timed again beside the best): {'; '.join(parts)}. "
+            f"Best is {data['best']}{moved}")

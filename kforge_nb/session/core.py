@@ -165,7 +165,8 @@ class Session:
 
     def _rank(self, attempt: Attempt) -> tuple:
         """The order the search expands candidates in (standing.py)."""
-        return self.standing.rank(attempt, self.best)
+        best = self.best
+        return self.standing.rank(attempt, best, self.standing.relative(self.history, best))
 
     @property
     def running(self) -> bool:
@@ -334,7 +335,7 @@ class Session:
         """The session's options, with the torch ops the generation kept on purpose allowed,
         and Nsight Compute's counters asked for where the analyst reads them, only if the
         candidate beats its parent (the analyst reads a lineage's best; they cost seconds)."""
-        options = self.options
+        options = self.rival_options(self.options)
         if generation is not None and generation.kept_ops:
             options = with_allowed(options, generation.kept_ops)
         if self.agents_config.ncu and self.analyst is not None and \
@@ -344,6 +345,14 @@ class Session:
                 if base is not None and base.result.state == CORRECT else None
             options = dataclasses.replace(options, ncu=True, ncu_over=over)
         return options
+
+    def rival_options(self, options: EvalOptions, rival: Attempt | None = None) -> EvalOptions:
+        """The options with the best so far (or `rival`) to be timed beside the candidate:
+        the head-to-head every decision is made with (standing.py)."""
+        rival = rival or self.best
+        if rival is None or not rival.code or not rival.result.timing.real:
+            return options
+        return dataclasses.replace(options, rival=rival.code, rival_id=rival.id)
 
     def _record(self, attempt: Attempt) -> None:
         with self._state_lock:       # samples finish on several threads; the tree is read whole
@@ -394,6 +403,12 @@ class Session:
         self.finished_branches = set(progress.get("finished_branches", []))
         self.confirmed = dict(progress.get("confirmed", {}))
         self.outranked = set(progress.get("outranked", []))
+        self.standing.duels.clear()
+        self.standing.duels.update({(d["candidate"], d["id"]): d
+                                    for d in progress.get("duels", []) if isinstance(d, dict)
+                                    and "candidate" in d and "id" in d})
+        self.standing.dropped.clear()
+        self.standing.dropped.update(progress.get("dropped", []))
         self.journal.restore()
         if self.agents_config.replay:      # replay on from the calls of the iterations done
             done = [e for e in self.events if e.iteration < self.next_iteration]

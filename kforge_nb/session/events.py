@@ -22,8 +22,11 @@ Every event has a `kind`, the iteration it belongs to and a JSON-able `data` dic
   evaluation_step      {"sample", "id": the candidate's, "text": the step that ended and its
                         seconds ("built and constructed (2.1 s)", "trial 1 of 5 matches ...")}
   notice               {"text"}   (e.g. "no API key: using the builtin provider")
+  duel                 {"id", "rival", "state", "versus": the head-to-head, "message", "best":
+                        the best's id after it, "text"}   (two candidates timed side by side
+                        again to decide between them, confirm.py)
   confirming           {"finalists": ids, "rounds"}   (the final judging begins, confirm.py)
-  confirmed            {"judged": [...], "best": id, "before": the best's id before it}
+  confirmed            {"judged": [duels], "best": id, "before": the best's id before it}
   finished             {"reason", "best": {"iteration", "sample", "code", "result"} | None,
                         "iterations", "usage": {...}, "artifacts", "advice"}
 
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 
 KINDS = frozenset({"started", "iteration_started", "candidate_generated", "evaluated",
                    "recommendation", "decision", "steer", "usage", "notice", "retry",
-                   "evaluation_step", "confirming", "confirmed", "finished"})
+                   "evaluation_step", "duel", "confirming", "confirmed", "finished"})
 
 
 def checked(kind: str) -> str:

@@ -130,6 +130,7 @@ class Loop:
         if not self.round(iteration, plans, functional=True):
             self.s.finish_reason = self.s.ledger.too_small()
             return True
+        self.settle(iteration)
         return False
 
     def optimise(self, iteration: int) -> bool:
@@ -153,6 +154,7 @@ class Loop:
         if not self.round(iteration, plans):
             s.finish_reason = s.ledger.too_small()
             return True
+        self.settle(iteration)
         s.stale_rounds = 0 if s.best is not best_before else s.stale_rounds + 1
         if s.budget.patience and s.stale_rounds >= s.budget.patience:
             self.iteration_done(iteration)
@@ -256,7 +258,9 @@ class Loop:
     def outcomes(self, iteration: int) -> list[Outcome]:
         """The earlier rounds' attempts and what came of them, for an agent's prompt."""
         s = self.s
-        return outcomes_of(list(s.history), lambda shown: Standing(s.options).of(shown)[0],
+        return outcomes_of(list(s.history),
+                           lambda shown: Standing(s.options, s.standing.duels,
+                                                  s.standing.dropped).of(shown)[0],
                            iteration)
 
     # --- a round's samples --------------------------------------------------------------------
@@ -319,9 +323,45 @@ class Loop:
             s._evaluate(generation.code, iteration, job.sample, generation, plan.kind,
                         plan.recommendation, plan.decision, **lineage)
 
+    # --- deciding duels -----------------------------------------------------------------------
+    def settle(self, iteration: int) -> None:
+        """After a round: where a candidate stands above or level with the best only by an
+        indirect comparison (samples timed beside the same earlier best, or judgings without a
+        rival), the two are timed side by side (confirm.py) before it counts."""
+        s = self.s
+        tried: set[tuple[str, str]] = set()
+        while not s._stop.is_set():
+            s.best                                 # the walk that lists what is undecided
+            pairs = [p for p in s.standing.undecided if p not in tried]
+            if not pairs:
+                return
+            tried.add(pairs[0])
+            by_id = {a.id: a for a in s.history}
+            duel = confirm.fight(by_id[pairs[0][0]], by_id[pairs[0][1]], self.duel)
+            self.record_duel(duel, iteration)
+
+    def duel(self, attempt: Attempt, rival: Attempt) -> Result:
+        """`attempt` judged again with `rival` timed beside it, in a folder of its own."""
+        s = self.s
+        folder = s.folder / "duels" / f"{attempt.id}-vs-{rival.id}"
+        options = dataclasses.replace(s.rival_options(s._options_for(attempt.generation), rival),
+                                      ncu=False)
+        return s.executor.evaluate(s.problem, attempt.code, s.target, options, folder)
+
+    def record_duel(self, duel: confirm.Duel, iteration: int) -> None:
+        s = self.s
+        with s._state_lock:
+            if duel.decided:
+                s.standing.duels[(duel.attempt.id, duel.rival.id)] = dict(duel.versus)
+            if duel.dropped:
+                s.standing.dropped.add(duel.dropped)
+        self.emit("duel", iteration, **duel.to_dict(), best=s.best.id if s.best else None,
+                  text=confirm.duel_text(duel.to_dict()))
+        s._save_state()
+
     # --- the final judging --------------------------------------------------------------------
     def confirm(self) -> None:
-        """The final judging (confirm.py): the fastest few judged again side by side."""
+        """The final judging (confirm.py): the best few each timed again beside the best."""
         s = self.s
         if s._stop.is_set() or s.confirm_count < 2:
             return
@@ -334,29 +374,23 @@ class Loop:
         iteration = s.history[-1].iteration
         self.emit("confirming", iteration, finalists=[a.id for a in chosen],
                   rounds=confirm.ROUNDS)
-
-        def go_on() -> bool:
-            over = s.budget.wall_s and s.elapsed() > s.budget.wall_s
-            return not s._stop.is_set() and not over
-
-        judged = confirm.judge_again(chosen, self.judge_again, go_on)
-        if not any(j.median for j in judged):     # stopped before a finalist was judged whole
+        judged, fought = [], set()
+        while not s._stop.is_set() and not (s.budget.wall_s and s.elapsed() > s.budget.wall_s):
+            best = s.best
+            todo = [a for a in chosen if a is not best and (a.id, best.id) not in fought]
+            if not todo:
+                break
+            fought.update({(todo[0].id, best.id), (best.id, todo[0].id)})
+            duel = confirm.fight(todo[0], best, self.duel)
+            chosen = [a for a in chosen if a.id != duel.dropped]
+            self.record_duel(duel, iteration)
+            judged.append(duel.to_dict())
+        if not judged:
             self.emit("notice", iteration, text="final judging cut short: the best stays as "
                       "measured")
             return
-        with s._state_lock:
-            s.confirmed = {j.attempt.id: j.median for j in judged if j.median}
-            s.outranked = {a.id for a in s.history if a.result.state == CORRECT
-                           and a.id not in s.confirmed}
-        self.emit("confirmed", iteration, judged=[j.to_dict() for j in judged],
-                  best=s.best.id, before=before.id)
+        self.emit("confirmed", iteration, judged=judged, best=s.best.id, before=before.id)
         s._save_state()
-
-    def judge_again(self, attempt: Attempt, round_: int) -> Result:
-        s = self.s
-        folder = s.folder / "confirm" / f"{attempt.id}-{round_}"
-        options = dataclasses.replace(s._options_for(attempt.generation), ncu=False)
-        return s.executor.evaluate(s.problem, attempt.code, s.target, options, folder)
 
 
 def in_this_context(fn):

@@ -72,7 +72,10 @@ def write_state(session, status: str) -> None:
             "elapsed_s": round(session.elapsed(), 3), "usage": dataclasses.asdict(session.usage),
             "pinned": sorted(session.pinned), "pruned": sorted(session.pruned),
             "finished_branches": sorted(session.finished_branches),
-            "confirmed": session.confirmed, "outranked": sorted(session.outranked)},
+            "confirmed": session.confirmed, "outranked": sorted(session.outranked),
+            "duels": [{**duel, "candidate": a} for (a, _), duel
+                      in sorted(session.standing.duels.items())],
+            "dropped": sorted(session.standing.dropped)},
         "summary": session.summary(), "history": [a.to_dict() for a in list(session.history)]})
 
 

@@ -23,7 +23,7 @@ from ..session.events import Event
 MIME = "application/vnd.kforge.run+json"
 RECORD_VERSION = 2
 UPDATE_ON = {"started", "evaluated", "recommendation", "decision", "steer", "notice",
-             "retry", "evaluation_step", "confirming", "confirmed", "finished"}
+             "retry", "evaluation_step", "duel", "confirming", "confirmed", "finished"}
 MAX_KERNEL_EVENTS = 300     # timeline events of the best candidate, per lane
 TOP_KERNELS = 8             # kernels per lane in each candidate's profile table
 MAX_ERROR_MAPS = 8          # the latest candidates whose |candidate - reference| map is kept
@@ -194,6 +194,8 @@ def status_line(run: list[Event], iterations: int, best) -> str:
         return f"{at}: recommendation: {d['title']}"
     if e.kind == "decision":
         return f"{at}: decision: {d['kind']}"
+    if e.kind == "duel":
+        return f"{at}: timed side by side to decide: {d['text']}"
     if e.kind == "confirming":
         return f"final judging: candidates {', '.join(d['finalists'])} judged again…"
     if e.kind == "confirmed":

@@ -66,9 +66,10 @@ class Progress:
                 else f"[{i}] recommendation: {d['title']}"
         elif event.kind == "decision":
             line = f"[{i}] decision: {d['kind']}" + (f" ({d['text'][:80]})" if d["text"] else "")
+        elif event.kind == "duel":
+            line = f"[{i}] timed side by side to decide: {d['text']}; best is {d['best']}"
         elif event.kind == "confirming":
-            line = (f"[final] judging {', '.join(d['finalists'])} again, {d['rounds']} times "
-                    "each, side by side")
+            line = (f"[final] timing {', '.join(d['finalists'])} again, each beside the best")
         elif event.kind == "confirmed":
             line = f"[final] {confirm_sentence(d)}"
         elif event.kind == "finished":
