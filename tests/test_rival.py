@@ -55,3 +55,16 @@ def test_a_rival_whose_timed_output_is_wrong_is_said_to_be(judge):
     versus = result.timing.versus
     assert versus["verdict"] == "void" and versus.get("rival_wrong") is True, versus
     assert "was wrong" in versus["why"]
+
+
+def test_a_rival_that_works_while_the_candidate_is_timed_voids_the_head_to_head(judge):
+    """The best so far slowing the candidate down (threads left spinning) to stay best: its
+    process tree's CPU while the others are timed is read around every block."""
+    from tests.adversarial.support import source
+    result = judge("relu", "cpp_relu", rival=source("cpp_relu_spins_while_others_time"),
+                   rival_id="0.0")
+    assert result.state == CORRECT, result.message
+    versus = result.timing.versus
+    assert versus["verdict"] == "void" and "cores busy while the candidate was timed" in \
+        versus["why"], versus
+    assert result.resources["outside_cores"]["candidate"] < 0.03

@@ -91,7 +91,9 @@ def test_the_final_judging_may_still_overturn_a_tie(tmp_path):
     a = s.evaluate_code(kernel("# A"))
     b = s.evaluate_code(kernel("# B"))
     assert s.best is a
-    s.confirmed = {a.id: 1.0, b.id: 1.2}          # the head-to-head's medians
+    # the final judging timed b beside a again: faster side by side
+    s.standing.duels[(b.id, a.id)] = {"id": a.id, "ratio": 1.2, "ci": [1.15, 1.25],
+                                      "noise": 0.02, "verdict": "faster"}
     assert s.best is b
 
 

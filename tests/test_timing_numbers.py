@@ -41,6 +41,9 @@ class Scripted(Evaluation):
     def cpu_watch(self):
         return None
 
+    def outside_watch(self):
+        return None
+
     def timing_cap_s(self, watch=None):
         return 1e9            # the rule's round cap, not this machine's clock, ends a script
 

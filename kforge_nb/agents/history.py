@@ -165,7 +165,10 @@ def outcomes(attempts, best_of, before_iteration: int | None = None) -> list[Out
     for k, a in enumerate(shown):
         t, parent = a.result.timing, by_id.get(a.parent or "")
         correct = a.result.state == CORRECT
-        vs_parent = parent.speed / a.speed if (
+        versus = getattr(t, "versus", None) or {}
+        vs_parent = versus["ratio"] if (       # timed side by side with its parent
+            correct and parent is not None and versus.get("id") == parent.id
+            and versus.get("ratio")) else parent.speed / a.speed if (
             correct and parent is not None and parent.result.state == CORRECT
             and a.speed not in (0, float("inf"))) else None
         change = a.applied.title if a.applied is not None else \

@@ -11,6 +11,8 @@ In the parent process (decides every verdict)
   talk.py         sending commands to the workers and checking the candidate's replies
   replies.py      the shape every reply of the candidate's worker must have
   timing.py       the timed rounds (calibrated, interleaved, checked again), profiles, ncu
+  rival.py        the best so far, timed beside the candidate (the head-to-head), sandboxed
+  physics.py      the physics floor: a time the guaranteed peaks cannot explain is refused
   figures.py      a timing's numbers into the verdict: medians, intervals, policy, roofline
   verdicts.py     verdicts built from what the workers reported (failures, tampering, ...)
   stats.py        when the rounds are enough; noise and busy-CPU decisions

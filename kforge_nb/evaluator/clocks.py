@@ -73,6 +73,27 @@ def process_cpu_s(pids: list[int]) -> float:
     return total / _ticks()
 
 
+def threads_cpu_s(pids: list[int]) -> float:
+    """CPU time of every thread of these processes, s, at nanosecond resolution (each task's
+    schedstat): a block of a few milliseconds is below the 10 ms ticks of /proc/PID/stat, so
+    its share of a spinning thread's time would read as none; ticks where there is no
+    schedstat."""
+    total, ticks = 0, []
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                ticks.append(pid)
+                break
+    return total / 1e9 + (process_cpu_s(ticks) if ticks else 0.0)
+
+
 def preemptions(pids: list[int]) -> int:
     """Involuntary context switches of every thread of these processes."""
     total = 0
@@ -155,3 +176,35 @@ class CpuWatch:
                 "worker_cpu_s": process_cpu_s(self.worker) - self.worker_cpu,
                 "preempted": preemptions(self.worker) - self.switches, "load1": load1,
                 "cores": usable_cores()}
+
+
+# --- work done while another side is timed -----------------------------------------------------
+
+class Outside:
+    """CPU time a worker's process tree (the candidate's, the rival's) takes while another
+    side's block is timed: a thread or a forked child left spinning then slows whoever is
+    timed (eager, the rival, the candidate) and flatters its owner. Read around every block;
+    the tree is read again each round (a child forked meanwhile is counted)."""
+
+    def __init__(self, roots: dict[str, int]):
+        self.roots = roots                  # {side: its worker's pid}
+        self.trees: dict[str, list[int]] = {}
+        self.cpu = {side: 0.0 for side in roots}     # CPU s during others' blocks
+        self.wall = {side: 0.0 for side in roots}    # wall s of others' blocks
+
+    def new_round(self, descendants) -> None:
+        self.trees = {side: descendants(pid) for side, pid in self.roots.items()}
+
+    def before(self) -> dict[str, float]:
+        return {side: threads_cpu_s(tree) for side, tree in self.trees.items()}
+
+    def after(self, side: str, before: dict[str, float], wall_s: float) -> None:
+        """`side`'s block has ended, `wall_s` long: every other worker's CPU meanwhile."""
+        for other, tree in self.trees.items():
+            if other != side:
+                self.cpu[other] += max(0.0, threads_cpu_s(tree) - before[other])
+                self.wall[other] += wall_s
+
+    def cores(self, side: str) -> float | None:
+        """The cores `side`'s tree kept busy on average while others were timed."""
+        return self.cpu[side] / self.wall[side] if self.wall.get(side) else None

@@ -110,7 +110,8 @@ class TimingFigures:
         if not self.options.rival:
             return None
         lows = paired.get("lows") or {}
-        duel = stats.head_to_head(lows.get("rival") or [], lows.get("candidate") or []) \
+        floor = stats.SELF_NOISE_FLOOR_CPU if self.device == "cpu" else stats.SELF_NOISE_FLOOR
+        duel = stats.head_to_head(lows.get("rival") or [], lows.get("candidate") or [], floor) \
             if paired.get("rival") and not getattr(self, "rival_void", "") else None
         if duel is None:
             void = {"id": self.options.rival_id, "verdict": "void",

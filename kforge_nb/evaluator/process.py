@@ -127,10 +127,15 @@ def descendants(pid: int) -> list[int]:
         p = todo.pop()
         found.append(p)
         try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo += [int(c) for c in f.read().split()]
+            tasks = os.listdir(f"/proc/{p}/task")    # a child forked from any thread counts
         except OSError:
-            pass
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split() if int(c) not in found]
+            except (OSError, ValueError):
+                pass
     return found
 
 

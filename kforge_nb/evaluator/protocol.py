@@ -17,7 +17,9 @@
     the median of paired ratios with its interval; a timed call's output is checked again; a
     speedup over 10x is timed twice; on the CPU, competition for it is read meanwhile (busy).
     Under --precision tf32/bf16/fp16 the reference as run under that policy (policy.py) is a
-    side of each round too. A time below the outputs' bytes at the hardware's guaranteed
+    side of each round too; where the session names its best so far (options.rival), that
+    kernel is a side too, in a sandboxed worker of its own (rival.py), and the head-to-head of
+    the blocks' low quantiles is the verdict's `timing.versus`. A time below the outputs' bytes at the hardware's guaranteed
     bandwidth is `faster-than-hardware` (physics.py). Profiles (the median of several calls),
     roofline (a display: a beaten ceiling is flagged, never refused).
  6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
@@ -391,4 +393,6 @@ class Evaluation(WorkerTalk, TimedRounds):
                             "input_gib": gib(self.summary.get("input_bytes", 0)),
                             "min_gib_moved": gib(self.summary.get("min_bytes") or 0),
                             "seconds": self.phases}
+        if getattr(self, "outside_cores", None):    # cores each worker used while others ran
+            result.resources["outside_cores"] = self.outside_cores
         return result

@@ -17,6 +17,11 @@ from .rival import RivalFailed
 from .verdicts import CandidateFailed, bad_output, failure_result, overturn
 
 SUSPICIOUS_SPEEDUP = 10.0
+# a worker's process tree may use this many cores while other sides are timed (an idle worker
+# waiting on its socket uses ~0; OpenMP threads sleep between regions, OMP_WAIT_POLICY=PASSIVE)
+# (measured here: honest ReLU and OpenMP softmax workers 0.0001-0.003 cores; a thread left
+# spinning beside two other test runs on 2 cores 0.1)
+OUTSIDE_CORES = 0.03
 
 NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
 NSIGHT_TIMEOUT_S = 150.0
@@ -179,13 +184,17 @@ class TimedRounds(TimingFigures):
         chooser = random.SystemRandom()
         checked_round = chooser.randrange(rounds)
         watch = self.cpu_watch()
+        outside = self.outside_watch()
         began = time.monotonic()
         stop = ""
         k = 0
         while True:
             order = sides if k % 2 == 0 else sides[::-1]
             block = {}
+            if outside is not None:
+                outside.new_round(descendants)
             for side in order:
+                cpu_before = outside.before() if outside is not None else None
                 if side in ("candidate", "rival"):
                     few = calls[side] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
                     keep = [] if k != checked_round else list(range(calls[side])) if few \
@@ -197,14 +206,20 @@ class TimedRounds(TimingFigures):
                             self.void_rival(str(failed))
                             continue
                         rival_wall = self.rival.last_wall_ms
+                        if outside is not None:
+                            outside.after(side, cpu_before, rival_wall / 1e3)
                         continue
                     block[side] = self.ask_side(side, calls[side], keep, hold)
                     if "failed" in block[side]:
                         raise CandidateFailed(failure_result(block[side], self.target))
                     candidate_wall = self.last_wall_ms
+                    if outside is not None:
+                        outside.after(side, cpu_before, candidate_wall / 1e3)
                     continue
                 started = time.monotonic()
                 block[side] = self.ask_side(side, calls[side])
+                if outside is not None:
+                    outside.after(side, cpu_before, time.monotonic() - started)
                 if side == "judge":
                     judge_wall = (time.monotonic() - started) * 1e3
             if "rival" in sides and "rival" not in block:     # it failed in this round
@@ -233,8 +248,9 @@ class TimedRounds(TimingFigures):
                 continue
             done, stop = stats.enough_rounds(ratios["judge"], time.monotonic() - began,
                                              self.timing_cap_s(watch), min_rounds=rounds)
-            if stop == "narrow" and "rival" in sides and not stats.settled(
-                    stats.head_to_head(lows["rival"], lows["candidate"])):
+            if stop == "narrow" and "rival" in sides and not stats.settled(stats.head_to_head(
+                    lows["rival"], lows["candidate"], stats.SELF_NOISE_FLOOR_CPU
+                    if self.device == "cpu" else stats.SELF_NOISE_FLOOR)):
                 done, stop = False, ""          # the decision needs more rounds than the figure
             if done:
                 break
@@ -243,10 +259,25 @@ class TimedRounds(TimingFigures):
         if lie:
             raise CandidateFailed(Result(REJECTED, f"{lie} (rule `clock-disagrees`)",
                                          rules=["clock-disagrees"]))
+        busy_elsewhere = outside.cores("candidate") if outside is not None else None
+        if outside is not None:         # said in result.resources
+            self.outside_cores = {side: round(outside.cores(side) or 0.0, 4)
+                                  for side in outside.roots}
+        if busy_elsewhere is not None and busy_elsewhere > OUTSIDE_CORES:
+            raise CandidateFailed(Result(
+                REJECTED, f"the candidate's processes kept {busy_elsewhere:.2f} cores busy while "
+                "the other sides were timed (a thread or child left working slows whoever is "
+                "timed and flatters the candidate; rule `works-outside-its-time`)",
+                rules=["works-outside-its-time"]))
         if "rival" in sides:
             lie = clocks.disagreement(rival_clocked, passes=passes)
+            rival_elsewhere = outside.cores("rival") if outside is not None else None
             if lie:
                 self.void_rival(f"its clock disagrees with the parent's: {lie}")
+                sides.remove("rival")
+            elif rival_elsewhere is not None and rival_elsewhere > OUTSIDE_CORES:
+                self.void_rival(f"its processes kept {rival_elsewhere:.2f} cores busy while the "
+                                "candidate was timed")
                 sides.remove("rival")
         return {"times": times, "lows": lows, "ratios": ratios, "walls": walls, "stop": stop,
                 "calls": calls, "kept": kept.get("candidate", []),
@@ -258,6 +289,14 @@ class TimedRounds(TimingFigures):
         self.rival_void = self.rival_void or why
         if self.rival is not None:
             self.rival.close()
+
+    def outside_watch(self) -> clocks.Outside | None:
+        """The CPU the candidate's (and the rival's) process tree takes while other sides are
+        timed (clocks.Outside)."""
+        roots = {"candidate": self.worker.pid}
+        if self.rival is not None and not self.rival_void:
+            roots["rival"] = self.rival.pid
+        return clocks.Outside(roots)
 
     def cpu_watch(self) -> clocks.CpuWatch | None:
         """On the CPU: who else had it while timing (stats.busy_decision)."""

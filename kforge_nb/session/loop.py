@@ -2,12 +2,13 @@
 
     functional pass:   generate -> evaluate -> (fix with the verdict's feedback) ... until correct
     optimisation pass: analyse the best candidate -> ONE recommendation -> decision (policy) ->
-                       generate with it -> evaluate -> keep the fastest correct candidate
-                       (by its speedup vs eager, timed beside it: records.Attempt.speed)
+                       generate with it -> evaluate (the best so far timed beside it, in
+                       the same rounds) -> keep it only if faster side by side
                        (or the best by your --objective, see measures.py)
 
-Which candidate is best, and which only tied with it, is standing.py's to say; the final
-judging (--confirm, confirm.py) may still overturn. Code identical to an earlier candidate's is
+Which candidate is best, and which only tied with it, is standing.py's to say; after a round,
+candidates compared only indirectly are timed side by side (settle), and the final judging
+(--confirm, confirm.py) times the finalists beside the best. Code identical to an earlier candidate's is
 not judged again (repeats.py).
 
 Each round asks for `samples` candidates per branch (plans.py), evaluated concurrently (timings

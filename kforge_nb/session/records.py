@@ -66,9 +66,9 @@ class Attempt:
     @property
     def speed(self) -> float:
         """Lower is better; only correct candidates with a time rank. The time relative to
-        eager's (1 / speedup vs eager) where the evaluator timed eager beside it: the two ran
-        in alternating blocks of one evaluation, so a machine that is busier or quieter
-        between evaluations does not rank one candidate above another. Else the time itself."""
+        eager's (1 / speedup vs eager) where the evaluator timed eager beside it, else the
+        time itself: a figure for candidates no head-to-head reaches (a saved run from before
+        rivals, the interpreter). Decisions are made side by side (session/standing.py)."""
         t = self.result.timing
         if self.result.state != CORRECT or t.candidate_ms is None:
             return float("inf")

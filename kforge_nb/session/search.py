@@ -29,6 +29,7 @@ from ..agents.base import Recommendation
 from ..problem import ProblemError
 from ..result import CORRECT
 from .records import Attempt
+from .standing import DECIDED
 
 STRATEGIES = ("greedy", "beam", "evolve")
 
@@ -107,14 +108,19 @@ class Tree:
     def improvements(self) -> list[tuple[Attempt, float]]:
         """Children that applied a change and beat their correct parent, with the gain: under
         IMPROVED of its time and, where both speedups have intervals, intervals that separate
-        (a tie is no improvement)."""
+        (a tie is no improvement); where the child was timed beside its parent, that
+        head-to-head says, and its ratio is the gain."""
         out = []
         for child in self.attempts:
             parent = self.parent(child)
             if child.applied is None or parent is None or parent.result.state != CORRECT \
                     or child.result.state != CORRECT:
                 continue
-            if child.speed < parent.speed * IMPROVED and intervals.compare(
+            versus = child.result.timing.versus or {}
+            if versus.get("id") == parent.id and versus.get("verdict") in DECIDED:
+                if versus["verdict"] == "faster":        # timed side by side with its parent
+                    out.append((child, versus["ratio"]))
+            elif child.speed < parent.speed * IMPROVED and intervals.compare(
                     child.result.timing, parent.result.timing) == "better":
                 out.append((child, parent.speed / child.speed))
         return sorted(out, key=lambda pair: -pair[1])
