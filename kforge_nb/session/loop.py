@@ -331,7 +331,7 @@ class Loop:
         rival), the two are timed side by side (confirm.py) before it counts."""
         s = self.s
         tried: set[tuple[str, str]] = set()
-        while not s._stop.is_set():
+        while not s._stop.is_set() and not (s.budget.wall_s and s.elapsed() > s.budget.wall_s):
             s.best                                 # the walk that lists what is undecided
             pairs = [p for p in s.standing.undecided if p not in tried]
             if not pairs:
