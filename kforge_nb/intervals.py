@@ -14,6 +14,19 @@ there is no interval; never a crash on a missing or malformed one.
     roofline_text(fraction)     "42.0%", or ">100% (ceiling underestimated)", never above 100 %
     bar_fraction(fraction)      a roofline bar's width, capped at a full bar
 
+Under load (`Timing.busy`) a view leads with the candidate's own time (`own_ms`: its blocks' low
+calls, the load mostly left out) and its head-to-head with the best of its time (`versus_text`,
+timed in the same rounds: what decides), and writes the vs-eager ratio with its interval itself
+(`shown_speedup`: "5.00x (95 % interval 2-20x)"): on a contested CPU that interval spans the
+block medians' and the low calls' and is wide and lopsided, so a ± would misstate it.
+
+    versus_text(versus)         the head-to-head in words ("1.21x faster side by side (...)");
+                                named=True says with whom ("1.21x faster than 0.0 side by side")
+    versus_tag(versus)          its few words for a chip or a table cell ("faster than 0.0 side
+                                by side")
+    own_ms(timing)              the time a view leads with; own_time_text(timing) says which
+    shown_speedup(timing)       timing_speedup, with the interval itself on a busy CPU
+
 Views read timings as dicts (the run record) or as `Timing` objects: `field(t, name)` reads both.
 """
 from __future__ import annotations
@@ -22,6 +35,7 @@ import math
 
 CEILING_NOTE = "ceiling underestimated"
 FASTER_NOTE = "faster = 95 % interval above 1x"
+DECIDED = ("faster", "slower", "tie")      # a head-to-head's verdicts; else "void"
 
 
 def field(timing, name: str, default=None):
@@ -140,3 +154,92 @@ def busy_text(note: str = "", ids=()) -> str:
     which = f" (candidate{'s' if len(ids) > 1 else ''} {', '.join(ids)})" if ids else ""
     return (f"the machine was busy while timing{which}: speedups may be off"
             + (f"; {note}" if note else ""))
+
+
+def spread_text(point, ci=None, digits: int = 2, noisy: bool = False, compact: bool = False
+                ) -> str:
+    """A speedup with its interval written out: "5.00x (95 % interval 2-20x)" (`compact`:
+    "5.00x (2-20x)"); the point alone without an interval; "-" without a point."""
+    if point is None:
+        return "-"
+    bounds = valid_ci(ci)
+    text = f"{point:.{digits}f}x"
+    if bounds:
+        span = f"{bounds[0]:.3g}-{bounds[1]:.3g}x"
+        text += f" ({span})" if compact else f" (95 % interval {span})"
+    return text + (" (noisy)" if noisy else "")
+
+
+def shown_speedup(timing, baseline: str = "eager", digits: int = 2, mark_noise: bool = True,
+                  compact: bool = False) -> str:
+    """A speedup as a view shows it: "1.42x ±6%" (timing_speedup), but on a busy CPU with its
+    interval written out, "5.00x (95 % interval 2-20x)": there the interval spans the block
+    medians' and the low calls' (evaluator/figures.py busy_figures), wide and lopsided."""
+    if not field(timing, "busy"):
+        return timing_speedup(timing, baseline, digits, mark_noise)
+    return spread_text(field(timing, f"speedup_vs_{baseline}"),
+                       field(timing, f"speedup_vs_{baseline}_ci"), digits,
+                       bool(mark_noise and field(timing, "noisy")), compact)
+
+
+def own_ms(timing):
+    """The time a view leads with: on a busy CPU the candidate's own time (`candidate_low_ms`,
+    the median over rounds of each block's low calls: the load mostly left out) where the
+    timing has it, else `candidate_ms` (the median of its blocks)."""
+    low = field(timing, "candidate_low_ms")
+    return low if field(timing, "busy") and low else field(timing, "candidate_ms")
+
+
+def own_time_text(timing) -> str:
+    """"0.55 ms, its own time (its blocks' low calls: the load mostly left out; their medians
+    0.9 ms)" on a busy CPU; "0.625 ms" otherwise; "" without a time."""
+    ms, low = field(timing, "candidate_ms"), field(timing, "candidate_low_ms")
+    if ms is None:
+        return ""
+    if field(timing, "busy") and low:
+        return (f"{low:.4g} ms, its own time (its blocks' low calls: the load mostly left out; "
+                f"their medians {ms:.4g} ms)")
+    return f"{ms:.4g} ms"
+
+
+def decided(versus) -> bool:
+    """Whether a head-to-head has a verdict (faster, slower or a tie), not void."""
+    return isinstance(versus, dict) and versus.get("verdict") in DECIDED and \
+        versus.get("ratio") is not None
+
+
+def versus_text(versus: dict, named: bool = False) -> str:
+    """A head-to-head in words: "1.21x faster side by side (95 % interval 1.15-1.27x)", "a tie
+    at ... side by side ...: within ±3%, what one kernel shows against itself, or an interval
+    across 1x", "0.80x, slower side by side ...". `named` says with whom: "1.21x faster than
+    0.0 side by side (...)", "tie with 0.0 side by side at 1.02x (...): ...", "0.80x, slower
+    than 0.0 side by side (...)", and a void one "no head-to-head with 0.0: why"."""
+    rival = versus.get("id") if named else None
+    if not decided(versus):
+        why = versus.get("why") or "it was not timed"
+        return f"no head-to-head with {rival}: {why}" if rival else f"no head-to-head: {why}"
+    ratio, ci = versus["ratio"], valid_ci(versus.get("ci"))
+    span = f" (95 % interval {ci[0]:.3g}-{ci[1]:.3g}x)" if ci else ""
+    than = f" than {rival}" if rival else ""
+    if versus["verdict"] == "faster":
+        return f"{ratio:.2f}x faster{than} side by side{span}"
+    if versus["verdict"] == "slower":
+        return f"{ratio:.2f}x, slower{than} side by side{span}"
+    tie = f"tie with {rival} side by side at {ratio:.2f}x" if rival else \
+        f"a tie at {ratio:.2f}x side by side"
+    return (f"{tie}{span}: within ±{versus.get('noise', 0):.0%}, what one kernel shows against "
+            "itself, or an interval across 1x")
+
+
+def versus_tag(versus) -> str:
+    """A head-to-head in a few words, for a chip, a tree row or a table cell: "faster than 0.0
+    side by side", "slower than 0.0 side by side", "tie with 0.0 side by side", "no
+    head-to-head with 0.0"; "" without one (versus_text says it whole)."""
+    if not isinstance(versus, dict) or not versus.get("id"):
+        return ""
+    rival = versus["id"]
+    if not decided(versus):
+        return f"no head-to-head with {rival}"
+    if versus["verdict"] == "tie":
+        return f"tie with {rival} side by side"
+    return f"{versus['verdict']} than {rival} side by side"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
-from .intervals import speedup_text
+from .intervals import decided, own_time_text, shown_speedup, speedup_text, versus_text
 
 SCHEMA_VERSION = 2
 
@@ -158,35 +158,60 @@ class Result:
         return cls(**data)
 
     def summary(self) -> str:
-        """One or two lines a person reads first (and the hook's measures, when there are)."""
-        line = f"{self.state}: {self.message}"
+        """A few lines a person reads first (and the hook's measures, when there are): the
+        state and message, then `timing_lines`."""
         hook = f"\n  {measures_line(self.measures)}" if self.measures else ""
+        return "\n  ".join([f"{self.state}: {self.message}", *self.timing_lines()]) + hook
+
+    def timing_lines(self) -> list[str]:
+        """A correct candidate's figures in lines: its time, the speedups side by side with
+        their intervals, and its head-to-head with the best of its time where it had one. On a
+        busy CPU it leads with the candidate's own time and that head-to-head (what decides);
+        the ratio to eager, whose own time swings under load, comes after with its interval
+        written out. [] for other states or without a time."""
         t = self.timing
-        if self.state == CORRECT and t.candidate_ms is not None:
-            parts = [f"candidate {t.candidate_ms:.4g} ms"]
-            if not t.real:   # no speedups from a time that is not a performance figure
-                return f"{line}\n  {parts[0]} ({t.note}){hook}"
-            if t.eager_ms is not None and t.speedup_vs_eager is not None:
-                parts.append(f"eager {t.eager_ms:.4g} ms "
-                             f"({speedup_text(t.speedup_vs_eager, t.speedup_vs_eager_ci)} "
-                             "side by side)")
-            if t.compile_ms is not None and t.speedup_vs_compile is not None:
-                parts.append(f"torch.compile {t.compile_ms:.4g} ms "
-                             f"({speedup_text(t.speedup_vs_compile, t.speedup_vs_compile_ci)} "
-                             "side by side)")
-            elif t.compile_cached_ms is not None:
-                parts.append(f"torch.compile {t.compile_cached_ms:.4g} ms cached "
-                             f"{age_text(t.compile_cached_age_s)} ago (not a ratio)")
-            line += "\n  " + ", ".join(parts)
-            if t.policy:
-                line += "\n  " + policy_line(t)
-            if t.noisy and t.noise_note:
-                line += f"\n  noisy: {t.noise_note}"
-            if t.busy and t.busy_note:
-                line += f"\n  busy: {t.busy_note}"
-            if not t.real:
-                line += f"\n  ({t.note})"
-        return line + hook
+        if self.state != CORRECT or t.candidate_ms is None:
+            return []
+        if not t.real:   # no speedups from a time that is not a performance figure
+            return [f"candidate {t.candidate_ms:.4g} ms ({t.note})"]
+        versus = "" if not t.versus else versus_text(t.versus, named=True) \
+            if not decided(t.versus) else f"head-to-head with {t.versus['id']} (the best " \
+            f"when it was judged, timed in the same rounds): {versus_text(t.versus)}"
+        if t.busy:
+            eager = f" (eager's blocks' median {t.eager_ms:.4g} ms: it carries the load)" \
+                if t.eager_ms is not None else ""
+            speeds = ", ".join(speedup_parts(t))
+            lines = [f"candidate {own_time_text(t)}", versus, speeds + eager if speeds else ""]
+        else:
+            lines = [", ".join([f"candidate {t.candidate_ms:.4g} ms", *speedup_parts(t)]),
+                     versus]
+        if t.policy:
+            lines.append(policy_line(t))
+        if t.noisy and t.noise_note:
+            lines.append(f"noisy: {t.noise_note}")
+        if t.busy and t.busy_note:
+            lines.append(f"busy: {t.busy_note}")
+        return [line for line in lines if line]
+
+
+def speedup_parts(t: Timing) -> list[str]:
+    """"eager 1 ms (1.60x ±6% side by side)", torch.compile's alike or cached; on a busy CPU
+    "5.00x (95 % interval 2-20x) vs eager side by side" (intervals.shown_speedup)."""
+    parts = []
+    if t.speedup_vs_eager is not None and (t.busy or t.eager_ms is not None):
+        parts.append(f"{shown_speedup(t, mark_noise=False)} vs eager side by side" if t.busy else
+                     f"eager {t.eager_ms:.4g} ms "
+                     f"({speedup_text(t.speedup_vs_eager, t.speedup_vs_eager_ci)} side by side)")
+    if t.speedup_vs_compile is not None and (t.busy or t.compile_ms is not None):
+        parts.append(f"{shown_speedup(t, 'compile', mark_noise=False)} vs torch.compile side "
+                     "by side" if t.busy else
+                     f"torch.compile {t.compile_ms:.4g} ms "
+                     f"({speedup_text(t.speedup_vs_compile, t.speedup_vs_compile_ci)} "
+                     "side by side)")
+    elif t.compile_cached_ms is not None:
+        parts.append(f"torch.compile {t.compile_cached_ms:.4g} ms cached "
+                     f"{age_text(t.compile_cached_age_s)} ago (not a ratio)")
+    return parts
 
 
 def age_text(seconds: float | None) -> str:

@@ -5,7 +5,12 @@ and more than p times faster than eager PyTorch (fast_0 is the correctness rate)
 the speedup's 95 % interval lies above p (its low end clears p; a timing saved without an
 interval counts by its point), and the table says so. Timings that are not performance figures
 (Triton's CPU interpreter) count for fast_0 only, and the table says so. Geometric means are
-over correct rows with real timings. Speedups are written `1.42x ±6%` (kforge_nb/intervals.py).
+over correct rows with real timings. Speedups are written `1.42x ±6%` (kforge_nb/intervals.py);
+a row timed on a busy CPU shows the candidate's own time (its blocks' low calls) and its speedups
+with their intervals written out, `1.90x (1.2-3.1x)`: there the interval spans the block
+medians' and the low calls' and is wide and lopsided. The "side by side" column is the best's
+head-to-head with the best before it in its session, timed in the same rounds (what decided it
+was best): `1.12x faster than 0.2`, `tie with 0.2 (1.02x)`, `no head-to-head with 0.2`.
 """
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ import io
 import math
 from dataclasses import dataclass
 
-from ..intervals import FASTER_NOTE, busy_text, faster_than, speedup_text
+from ..intervals import (FASTER_NOTE, busy_text, decided, faster_than, own_ms, speedup_text,
+                         spread_text)
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -48,6 +54,11 @@ class Row:
     noisy: bool = False
     busy: bool = False
     busy_note: str = ""
+    # the best's head-to-head with the best before it (Timing.versus: "id", "ratio", "ci",
+    # "verdict"), and its own time on a busy CPU (Timing.candidate_low_ms); None in rows saved
+    # before them, or where there was no rival
+    versus: dict | None = None
+    candidate_low_ms: float | None = None
 
     @property
     def problem(self) -> str:
@@ -77,7 +88,7 @@ def row_from_result(id: str, result, seconds: float, iterations: int = 1, note: 
                t.speedup_vs_eager_policy, t.speedup_vs_compile_policy,
                speedup_vs_eager_ci=t.speedup_vs_eager_ci,
                speedup_vs_compile_ci=t.speedup_vs_compile_ci, noisy=t.noisy, busy=t.busy,
-               busy_note=t.busy_note)
+               busy_note=t.busy_note, versus=t.versus, candidate_low_ms=t.candidate_low_ms)
 
 
 def geomean(values: list[float | None]) -> float | None:
@@ -119,10 +130,26 @@ def f(value, spec: str) -> str:
     return format(value, spec) if value is not None else "-"
 
 
-def speed_cell(value, ci, noisy: bool = False) -> str:
-    """"1.42x ±6%" ("?" after it: noisy); "-" without a speedup."""
-    return speedup_text(value, ci) + ("?" if noisy and value is not None else "") \
-        if value is not None else "-"
+def speed_cell(value, ci, noisy: bool = False, busy: bool = False) -> str:
+    """"1.42x ±6%" ("?" after it: noisy); on a busy CPU the interval written out, "1.90x
+    (1.2-3.1x)"; "-" without a speedup."""
+    if value is None:
+        return "-"
+    text = spread_text(value, ci, compact=True) if busy else speedup_text(value, ci)
+    return text + ("?" if noisy else "")
+
+
+def versus_cell(versus) -> str:
+    """The head-to-head in a table cell: "1.12x faster than 0.2", "0.80x slower than 0.2",
+    "tie with 0.2 (1.02x)", "no head-to-head with 0.2"; "-" without one."""
+    if not isinstance(versus, dict) or not versus.get("id"):
+        return "-"
+    rival = versus["id"]
+    if not decided(versus):
+        return f"no head-to-head with {rival}"
+    if versus["verdict"] == "tie":
+        return f"tie with {rival} ({versus['ratio']:.2f}x)"
+    return f"{versus['ratio']:.2f}x {versus['verdict']} than {rival}"
 
 
 def sol_cell(value) -> str:
@@ -134,19 +161,26 @@ def sol_cell(value) -> str:
 
 def table(rows: list[Row]) -> str:
     policy = next((r.policy for r in rows if r.speedup_vs_eager_policy), "")
-    head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>13} "
-            f"{'x compile':>13} {'SoL eager':>9} {'SoL':>6}"
-            + (f" {'x eager(p)':>10} {'x compile(p)':>12}" if policy else ""))
+    duels = any(r.versus for r in rows if r.correct)
+    head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>18} "
+            f"{'x compile':>18} {'SoL eager':>9} {'SoL':>6}"
+            + (f" {'x eager(p)':>10} {'x compile(p)':>12}" if policy else "")
+            + (f" {'side by side':24}" if duels else ""))
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.id[-30:]:30} {r.state:16} {f(r.candidate_ms, '9.4f')} "
-                     f"{f(r.eager_ms, '9.4f')} "
-                     f"{speed_cell(r.speedup_vs_eager, r.speedup_vs_eager_ci, r.noisy):>13} "
-                     f"{speed_cell(r.speedup_vs_compile, r.speedup_vs_compile_ci):>13} "
+        eager = speed_cell(r.speedup_vs_eager, r.speedup_vs_eager_ci, r.noisy, r.busy)
+        compile_ = speed_cell(r.speedup_vs_compile, r.speedup_vs_compile_ci, False, r.busy)
+        lines.append(f"{r.id[-30:]:30} {r.state:16} {f(own_ms(r), '9.4f'):>9} "
+                     f"{f(r.eager_ms, '9.4f'):>9} {eager:>18} {compile_:>18} "
                      f"{sol_cell(r.eager_fraction_of_sol):>9} {sol_cell(r.fraction_of_sol):>6}"
                      + (f" {f(r.speedup_vs_eager_policy, '10.2f')} "
-                        f"{f(r.speedup_vs_compile_policy, '12.2f')}" if policy else ""))
+                        f"{f(r.speedup_vs_compile_policy, '12.2f')}" if policy else "")
+                     + (f" {versus_cell(r.versus) if r.correct else '-':24}" if duels else ""))
     lines += ["-" * len(head), *totals(rows)]
+    if duels:
+        lines.append("side by side: the best's head-to-head with the best before it, timed in "
+                     "the same rounds (its time against the rival's; faster or slower only with "
+                     "the 95 % interval off 1x and clear of a kernel's noise against itself)")
     if policy:
         lines.append(f"(p): eager and torch.compile under the precision policy: {policy}")
     return "\n".join(lines)
@@ -179,6 +213,8 @@ def totals(rows: list[Row]) -> list[str]:
     busy = [r for r in rows if r.busy]
     if busy:
         lines.append("BUSY: " + busy_text(busy[-1].busy_note, [r.id for r in busy]))
+        lines.append("on a busy CPU: ms is the candidate's own time (its blocks' low calls, the "
+                     "load mostly left out) and x eager, x compile their 95 % interval itself")
     if any(r.real is False for r in rows):
         lines.append("NOTE: some timings are not performance figures (Triton interpreter): "
                      "they count for correctness (fast_0) only")

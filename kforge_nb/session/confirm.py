@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import intervals
+from ..intervals import versus_text   # its home: intervals.py, where the views read it too
 from ..result import CORRECT, Result
 from .records import Attempt, normalised_code
 
@@ -90,19 +90,6 @@ def duel_text(d: dict) -> str:
     if versus.get("verdict") not in ("faster", "slower", "tie"):
         return f"{d['id']} vs {d['rival']}: not decided ({d.get('message') or versus.get('why')})"
     return f"{d['id']} vs {d['rival']}: {versus_text(versus)}"
-
-
-def versus_text(versus: dict) -> str:
-    """A head-to-head in words: "1.21x faster side by side (95 % interval 1.15-1.27x)", "a tie
-    (within ±3 %, what a kernel shows against itself)", "0.80x: slower side by side ..."."""
-    ratio, ci = versus["ratio"], intervals.valid_ci(versus.get("ci"))
-    span = f" (95 % interval {ci[0]:.3g}-{ci[1]:.3g}x)" if ci else ""
-    if versus["verdict"] == "faster":
-        return f"{ratio:.2f}x faster side by side{span}"
-    if versus["verdict"] == "slower":
-        return f"{ratio:.2f}x, slower side by side{span}"
-    return (f"a tie at {ratio:.2f}x side by side{span}: within ±{versus.get('noise', 0):.0%}, "
-            "what one kernel shows against itself, or an interval across 1x")
 
 
 def sentence(data: dict) -> str:

@@ -12,15 +12,25 @@ import threading
 import time
 
 from ..bench.report import Row, fast_line, summary, table
-from ..intervals import faster_than, speedup_text, valid_ci
+from ..intervals import faster_than, own_ms, shown_speedup, valid_ci, versus_text
 from ..bench.runner import Progress
 
 
 def row_line(row: Row) -> str:
-    speed = (f" {speedup_text(row.speedup_vs_eager, row.speedup_vs_eager_ci, noisy=row.noisy)}"
-             " eager" + (f", {speedup_text(row.speedup_vs_compile, row.speedup_vs_compile_ci)}"
-                         " compile" if row.speedup_vs_compile else "")
+    """"level1/19_ReLU: correct 1.42x ±6% eager, 1.10x ±5% compile, 1.12x faster than 0.2 side
+    by side (...) (12 s)"; on a busy CPU the best's own time and its head-to-head first, then
+    the speedups with their intervals written out."""
+    speed = (f" {shown_speedup(row)} eager"
+             + (f", {shown_speedup(row, 'compile', mark_noise=False)} compile"
+                if row.speedup_vs_compile else "")
              if row.correct and row.real and row.speedup_vs_eager else "")
+    versus = f", {versus_text(row.versus, named=True)}" \
+        if row.correct and isinstance(row.versus, dict) and row.versus.get("id") else ""
+    if row.correct and row.real and row.busy and own_ms(row) is not None:
+        own = "own time " if row.candidate_low_ms else ""
+        speed = f" {own}{own_ms(row):.4g} ms{versus}," + speed
+    else:
+        speed += versus
     where = f" on {row.worker}" if row.worker else ""
     busy = " BUSY while timing" if row.busy and row.correct else ""
     return f"{row.id}: {row.state}{speed}{busy} ({row.seconds:.0f} s{where})"

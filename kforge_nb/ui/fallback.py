@@ -15,7 +15,9 @@ import io
 from functools import lru_cache
 
 from ..agents.history import reason
-from ..intervals import busy_text, interval_text, roofline_text, timing_speedup, valid_ci
+from ..intervals import (busy_text, decided, interval_text, own_ms, own_time_text,
+                         roofline_text, shown_speedup, timing_speedup, valid_ci, versus_tag,
+                         versus_text)
 from ..result import measures_line
 
 STATE_COLOURS = {
@@ -50,14 +52,31 @@ def headline(record: dict) -> str:
 
 
 def best_line(record: dict) -> str:
+    """The run in a line: the best's time and speedups, and its head-to-head with the best of
+    its time; on a busy CPU its own time and that head-to-head first, then the ratio to eager
+    with its interval written out (the best's timing from the history, the summary's where a
+    record has no history entry for it)."""
     s = record["summary"]
     line = f"{s['candidates']} candidates over {s['iterations']} iterations"
     if record.get("best_id") and s.get("candidate_ms") is not None:
-        line += f"; best {record['best_id']}: {s['candidate_ms']:.4g} ms"
-        if s.get("speedup_vs_eager"):
-            line += f", {timing_speedup(s)} vs eager"
-        if s.get("speedup_vs_compile"):
-            line += f", {timing_speedup(s, 'compile', mark_noise=False)} vs torch.compile"
+        best = next((a for a in record.get("history") or [] if a["id"] == record["best_id"]),
+                    None)
+        t = {**s, **((best or {}).get("result", {}).get("timing") or {})}
+        versus = versus_text(t["versus"], named=True) if t.get("versus") else ""
+        if t.get("busy"):
+            line += f"; best {record['best_id']}: {own_time_text(t)}"
+            line += f", {versus}" if versus else ""
+            if t.get("speedup_vs_eager"):
+                line += f", {shown_speedup(t)} vs eager"
+            if t.get("speedup_vs_compile"):
+                line += f", {shown_speedup(t, 'compile', mark_noise=False)} vs torch.compile"
+        else:
+            line += f"; best {record['best_id']}: {t['candidate_ms']:.4g} ms"
+            if t.get("speedup_vs_eager"):
+                line += f", {timing_speedup(t)} vs eager"
+            if t.get("speedup_vs_compile"):
+                line += f", {timing_speedup(t, 'compile', mark_noise=False)} vs torch.compile"
+            line += f", {versus}" if versus else ""
         if s.get("speedup_vs_eager_policy"):     # --precision: eager run under the same policy
             line += f", {s['speedup_vs_eager_policy']:.2f}x vs eager under the precision policy"
     elif s["candidates"]:
@@ -127,7 +146,8 @@ def to_html(record: dict) -> str:
 
 def candidates_table(record: dict) -> str:
     """One row per candidate: id (★ best), kind, verdict, time, speedups, roofline, message."""
-    header = ["#", "kind", "verdict", "ms", "vs eager", "vs compile", "of roofline", "message"]
+    header = ["#", "kind", "verdict", "ms", "side by side", "vs eager", "vs compile",
+              "of roofline", "message"]
     rows = []
     for a in record["history"]:
         r = a["result"]
@@ -136,8 +156,8 @@ def candidates_table(record: dict) -> str:
         star = " ★" if a["id"] == record.get("best_id") else ""
         cells = [esc(a["id"] + star), esc(a["kind"]),
                  f'<span style="color:{colour};font-weight:bold">{esc(r["state"])}</span>',
-                 fmt(t.get("candidate_ms")) + (" (busy)" if t.get("busy") else ""),
-                 speedup_cell(t, "eager"), speedup_cell(t, "compile"),
+                 ms_cell(t), versus_cell(a), speedup_cell(t, "eager"),
+                 speedup_cell(t, "compile"),
                  esc(roofline_text(roof.get("fraction_of_sol"), roof.get("ceiling_exceeded"))),
                  message_cell(a)]
         rows.append("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
@@ -163,9 +183,27 @@ def message_cell(a: dict) -> str:
             f'<div style="white-space:pre-wrap;max-width:60em">{esc(said)}</div></details>')
 
 
+def ms_cell(t: dict) -> str:
+    """The candidate's time; on a busy CPU its own time (its blocks' low calls), said so."""
+    if t.get("busy") and t.get("candidate_low_ms"):
+        return (f'<span title="{esc(own_time_text(t))}">{fmt(own_ms(t))} own time</span> '
+                "(busy)")
+    return fmt(t.get("candidate_ms")) + (" (busy)" if t.get("busy") else "")
+
+
+def versus_cell(a: dict) -> str:
+    """The head-to-head with the best of its time, in words; "" where there was none (the
+    first candidate, a repeat, a record from before head-to-heads)."""
+    versus = (a["result"].get("timing") or {}).get("versus")
+    if a.get("same_as") or a["result"]["state"] != "correct" or not versus:
+        return ""
+    return f'<span data-role="versus">{esc(versus_text(versus, named=True))}</span>'
+
+
 def speedup_cell(t: dict, baseline: str) -> str:
-    """A speedup with its interval (the exact bounds as the cell's title), marked noisy."""
-    text = esc(timing_speedup(t, baseline, mark_noise=False))
+    """A speedup with its interval (the exact bounds as the cell's title; on a busy CPU
+    written out: "5.00x (2-20x)"), marked noisy."""
+    text = esc(shown_speedup(t, baseline, mark_noise=False, compact=True))
     title = interval_text(t.get(f"speedup_vs_{baseline}_ci"))
     if title:
         text = f'<span title="{esc(title)}">{text}</span>'
@@ -175,11 +213,14 @@ def speedup_cell(t: dict, baseline: str) -> str:
 
 
 def same_or_tie(a: dict) -> str:
-    """"same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0"."""
+    """"same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0" (side by
+    side, where its head-to-head says so)."""
     if a.get("same_as"):
         return f"same as {a['same_as']}"
     if a.get("tie_with"):
-        return f"tie with {a['tie_with']}"
+        versus = (a["result"].get("timing") or {}).get("versus")
+        side = decided(versus) and versus.get("id") == a["tie_with"]
+        return f"tie with {a['tie_with']}" + (" side by side" if side else "")
     return ""
 
 
@@ -270,11 +311,22 @@ def tree_marks(record: dict, a: dict, greyed: bool, labels: dict[str, str]) -> l
 
 
 def tree_timing(a: dict) -> str:
+    """" 0.69 ms 1.45x ±5%, faster than 0.1 side by side"; on a busy CPU its own time and its
+    head-to-head first: " 0.45 ms own time, faster than 0.2 side by side, 1.90x (1.2-3.1x)
+    (busy)". A tie's head-to-head is the row's "tie with" mark."""
     t = a["result"].get("timing") or {}
     if a["result"]["state"] != "correct" or t.get("candidate_ms") is None:
         return ""
-    speedup = f" {timing_speedup(t)}" if t.get("speedup_vs_eager") else ""
-    return f" {t['candidate_ms']:.4g} ms{speedup}" + (" (busy)" if t.get("busy") else "")
+    versus = t.get("versus")
+    tag = "" if a.get("same_as") or (versus or {}).get("verdict") == "tie" and \
+        a.get("tie_with") == versus.get("id") else versus_tag(versus)
+    speedup = shown_speedup(t, compact=True) if t.get("speedup_vs_eager") else ""
+    if t.get("busy"):
+        own = " own time" if t.get("candidate_low_ms") else ""
+        return f" {own_ms(t):.4g} ms{own}" + "".join(f", {p}" for p in (tag, speedup) if p) + \
+            " (busy)"
+    return f" {t['candidate_ms']:.4g} ms" + (f" {speedup}" if speedup else "") + \
+        (f", {tag}" if tag else "")
 
 
 def tree_text(record: dict) -> list[str]:

@@ -81,8 +81,10 @@ def run_record(session) -> dict:
 def attempt_record(a, keep_map: bool, tie_with: str | None = None) -> dict:
     """One candidate: its verdict without the bulky parts, its top kernels per lane, and its
     error map when kept (values to 4 significant digits); `same_as`: the earlier candidate
-    whose code it repeats (not judged again), `tie_with`: the best it was faster than on its
-    point but not beyond their intervals (the best stayed)."""
+    whose code it repeats (not judged again), `tie_with`: the best it tied with (side by side
+    where its head-to-head says so; the best stayed). The verdict's timing keeps, whole, its
+    head-to-head with the best of its time (`versus`) and its own time (`candidate_low_ms`):
+    the views lead with them under load (intervals.py)."""
     r = a.result.to_dict()
     profile = r.pop("profile", None) or {}
     r["profile"] = {key: profile.get(key) for key in ("trace", "reference_trace")}

@@ -4,7 +4,7 @@
  * Every chart scales to its container (viewBox), so the view fits any notebook width.
  */
 import { el, muted, svg, table } from './dom';
-import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, intervalText, num, percent, rooflineText, speedupText, validCi } from './record';
+import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, intervalText, num, percent, rooflineText, speedupText, spreadText, validCi } from './record';
 
 const EAGER = '#1565c0';
 const COMPILE = '#ef6c00';
@@ -16,6 +16,8 @@ interface Point {
   /** 95 % intervals, drawn as error bars; null where the record has none. */
   eagerCi: [number, number] | null;
   compileCi: [number, number] | null;
+  /** Timed on a busy CPU: its interval spans block medians and low calls (written out). */
+  busy: boolean;
 }
 
 export function speedupPoints(history: Candidate[]): Point[] {
@@ -26,7 +28,8 @@ export function speedupPoints(history: Candidate[]): Point[] {
       eager: a.result.timing?.speedup_vs_eager ?? null,
       compile: a.result.timing?.speedup_vs_compile ?? null,
       eagerCi: validCi(a.result.timing?.speedup_vs_eager_ci),
-      compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null
+      compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null,
+      busy: !!a.result.timing?.busy
     }));
 }
 
@@ -88,7 +91,7 @@ export function speedupChart(points: Point[]): Element {
         svg(
           'circle',
           { cx: x(i), cy: y(v as number), r: 4, fill: colour },
-          svg('title', undefined, `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ''}`)
+          svg('title', undefined, points[i].busy ? `${points[i].id}: ${spreadText(v, ci)} vs ${key} (busy)` : `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ''}`)
         )
       );
     }

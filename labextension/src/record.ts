@@ -24,6 +24,28 @@ export interface Timing {
   /** The machine was busy while timing; the note says what was seen. */
   busy?: boolean;
   busy_note?: string;
+  /** The median over rounds of each block's low calls: the candidate's own time with the
+   * noise a contested CPU adds mostly left out; missing in older records. */
+  candidate_low_ms?: number | null;
+  /** The head-to-head with the best of its time, timed in the same rounds (what decides which
+   * is best); null where there was no rival, missing in older records. */
+  versus?: Versus | null;
+}
+
+/** kforge_nb/result.py Timing.versus: `ratio` is the rival's time over this one's (above 1:
+ * this one is faster); a void one has `why` instead of a ratio. */
+export interface Versus {
+  id: string;
+  verdict: 'faster' | 'slower' | 'tie' | 'void';
+  ratio?: number;
+  ci?: number[] | null;
+  noise?: number;
+  stat?: string;
+  rounds?: number;
+  rival_ms?: number;
+  candidate_ms?: number;
+  why?: string;
+  rival_wrong?: boolean;
 }
 
 export interface Correctness {
@@ -94,7 +116,8 @@ export interface Candidate {
   applied?: string | null;
   /** The earlier candidate whose code it repeats (comments aside): not judged again. */
   same_as?: string | null;
-  /** The best it was faster than on its point, but not beyond their intervals: a tie. */
+  /** The best it tied with: side by side where its `versus` says so (a run saved before
+   * head-to-heads: faster on its point, but not beyond their intervals). */
   tie_with?: string | null;
   /** What the agent says of what it wrote (the builtin agent: each asked change applied,
    * already so, or not applied); missing in a resumed run's earlier candidates. */
@@ -232,6 +255,83 @@ export function speedupText(point: number | null | undefined, ci?: unknown, nois
 export function intervalText(ci: unknown): string {
   const bounds = validCi(ci);
   return bounds ? `95 % interval ${num(bounds[0], 3)}-${num(bounds[1], 3)}x` : '';
+}
+
+/** A speedup with its interval written out (kforge_nb/intervals.py spread_text): "5.00x (95 %
+ * interval 2-20x)", `compact`: "5.00x (2-20x)"; the point alone without an interval. */
+export function spreadText(point: number | null | undefined, ci?: unknown, noisy = false, compact = false): string {
+  if (point === null || point === undefined) {
+    return '-';
+  }
+  const bounds = validCi(ci);
+  const span = bounds ? `${num(bounds[0], 3)}-${num(bounds[1], 3)}x` : '';
+  return `${point.toFixed(2)}x${span ? (compact ? ` (${span})` : ` (95 % interval ${span})`) : ''}${noisy ? ' (noisy)' : ''}`;
+}
+
+/** A speedup as a view shows it (intervals.py shown_speedup): "1.42x ±6%", but on a busy CPU
+ * with its interval written out: there it spans the block medians' and the low calls', wide
+ * and lopsided. */
+export function shownSpeedup(t: Timing, baseline: 'eager' | 'compile' = 'eager', noisy = false, compact = false): string {
+  const point = baseline === 'eager' ? t.speedup_vs_eager : t.speedup_vs_compile;
+  const ci = baseline === 'eager' ? t.speedup_vs_eager_ci : t.speedup_vs_compile_ci;
+  return t.busy ? spreadText(point, ci, noisy, compact) : speedupText(point, ci, noisy);
+}
+
+/** The time a view leads with: on a busy CPU the candidate's own time (its blocks' low calls)
+ * where the record has it, else its blocks' median. */
+export function ownMs(t: Timing): number | null | undefined {
+  return t.busy && t.candidate_low_ms ? t.candidate_low_ms : t.candidate_ms;
+}
+
+/** "0.55 ms, its own time (its blocks' low calls: the load mostly left out; their medians
+ * 0.9 ms)" on a busy CPU; "0.625 ms" otherwise. */
+export function ownTimeText(t: Timing): string {
+  if (t.candidate_ms === null || t.candidate_ms === undefined) {
+    return '';
+  }
+  if (t.busy && t.candidate_low_ms) {
+    return `${num(t.candidate_low_ms)} ms, its own time (its blocks' low calls: the load mostly left out; their medians ${num(t.candidate_ms)} ms)`;
+  }
+  return `${num(t.candidate_ms)} ms`;
+}
+
+/** Whether a head-to-head has a verdict (faster, slower or a tie), not void. */
+export function decided(v: Versus | null | undefined): v is Versus & { ratio: number } {
+  return !!v && (v.verdict === 'faster' || v.verdict === 'slower' || v.verdict === 'tie') && typeof v.ratio === 'number';
+}
+
+/** A head-to-head in words (intervals.py versus_text, named): "1.21x faster than 0.0 side by
+ * side (95 % interval 1.15-1.27x)", "tie with 0.0 side by side at 1.02x (...): within ±3%, ...",
+ * "0.80x, slower than 0.0 side by side (...)", "no head-to-head with 0.0: why". */
+export function versusText(v: Versus | null | undefined): string {
+  if (!v || !v.id) {
+    return '';
+  }
+  if (!decided(v)) {
+    return `no head-to-head with ${v.id}: ${v.why || 'it was not timed'}`;
+  }
+  const bounds = validCi(v.ci);
+  const span = bounds ? ` (95 % interval ${num(bounds[0], 3)}-${num(bounds[1], 3)}x)` : '';
+  if (v.verdict === 'faster') {
+    return `${v.ratio.toFixed(2)}x faster than ${v.id} side by side${span}`;
+  }
+  if (v.verdict === 'slower') {
+    return `${v.ratio.toFixed(2)}x, slower than ${v.id} side by side${span}`;
+  }
+  const noise = `${((v.noise || 0) * 100).toFixed(0)}%`;
+  return `tie with ${v.id} side by side at ${v.ratio.toFixed(2)}x${span}: within ±${noise}, what one kernel shows against itself, or an interval across 1x`;
+}
+
+/** A head-to-head in a few words (intervals.py versus_tag): "faster than 0.0 side by side",
+ * "slower than ...", "tie with 0.0 side by side", "no head-to-head with 0.0"; "" without one. */
+export function versusTag(v: Versus | null | undefined): string {
+  if (!v || !v.id) {
+    return '';
+  }
+  if (!decided(v)) {
+    return `no head-to-head with ${v.id}`;
+  }
+  return v.verdict === 'tie' ? `tie with ${v.id} side by side` : `${v.verdict} than ${v.id} side by side`;
 }
 
 export const CEILING_NOTE = 'ceiling underestimated';

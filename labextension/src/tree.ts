@@ -1,7 +1,9 @@
 /**
  * The candidates tree: the session's candidates as the search made them, parent -> child (each
  * child is nested in its parent's `li`, indented), with their verdict, time and speedup vs eager,
- * their lineage, and what the person pinned and pruned. Live and running, each row has Pin /
+ * their head-to-head with the best of their time (on a busy CPU their own time and that
+ * head-to-head first, the speedup after with its interval written out), their lineage, and what
+ * the person pinned and pruned. Live and running, each row has Pin /
  * Unpin (correct candidates) and Prune / Unprune buttons that steer the search.
  *
  * Roots: candidates whose parent is null, missing (a record saved before the search existed) or
@@ -13,7 +15,7 @@
  * .kforge-tree-row, button[data-steer=pin|unpin|prune|unprune][data-id].
  */
 import { Child, badge, el, muted } from './dom';
-import { Candidate, RunRecord, Steer, intervalText, num, speedupText } from './record';
+import { Candidate, RunRecord, Steer, decided, intervalText, num, ownMs, ownTimeText, shownSpeedup, speedupText, versusTag, versusText } from './record';
 
 export interface TreeNode {
   candidate: Candidate;
@@ -138,6 +140,33 @@ export function treeView(r: RunRecord, options: TreeOptions): Child[] {
     const t = a.result.timing || {};
     const correct = a.result.state === 'correct';
     const lineage = a.lineage ? labels.get(a.lineage) : undefined;
+    const v = t.versus;
+    const tieSaid = !!a.tie_with && decided(v) && v.id === a.tie_with; // the tie tag says it
+    const versus = correct && !a.same_as && v && !tieSaid ? tag('versus', versusTag(v), versusText(v)) : null;
+    const speed = t.speedup_vs_eager
+      ? el(
+          'span',
+          { class: 'kforge-tree-speed', title: `its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ''}` },
+          ` ${shownSpeedup(t, 'eager', false, true)}`
+        )
+      : null;
+    // under load its own time and its head-to-head lead, the speedup (its interval written out)
+    // after; else its time and speedup, then the head-to-head
+    const timing: Child[] =
+      correct && t.candidate_ms != null && t.busy
+        ? [el('span', { class: 'kforge-tree-time', title: `its time: ${ownTimeText(t)}` }, ` ${num(ownMs(t))} ms`), versus ? ' ' : null, versus, speed]
+        : correct && t.candidate_ms != null
+          ? [
+              el(
+                'span',
+                { class: 'kforge-tree-time', title: `its time; its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ''}` },
+                ` ${num(t.candidate_ms)} ms`,
+                t.speedup_vs_eager ? ` ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci)}` : ''
+              ),
+              versus ? ' ' : null,
+              versus
+            ]
+          : [];
     const pick = el('button', { class: 'kforge-tree-id', 'data-select': a.id, title: `show candidate ${a.id} in the tabs` }, a.id);
     pick.addEventListener('click', () => options.select(a.id));
     const steer: HTMLButtonElement[] = [];
@@ -166,20 +195,15 @@ export function treeView(r: RunRecord, options: TreeOptions): Child[] {
       pick,
       ' ',
       badge(a.result.state),
-      correct && t.candidate_ms != null
-        ? el(
-            'span',
-            { class: 'kforge-tree-time', title: `its time; its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ''}` },
-            ` ${num(t.candidate_ms)} ms`,
-            t.speedup_vs_eager ? ` ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci)}` : ''
-          )
-        : null,
+      ...timing,
       lineage ? tag('lineage', lineage, `lineage of candidate ${a.lineage}`) : null,
       a.parent && !ids.has(a.parent) ? tag('parent', `← ${a.parent}`, `made from ${a.parent}, not in this record`) : null,
       a.id === r.best_id ? tag('best', '★ best', 'the best candidate so far') : null,
       a.same_as ? tag('same', `same as ${a.same_as}`, `its code repeats ${a.same_as}'s (comments aside): not judged again, its verdict taken`) : null,
       a.tie_with && !a.same_as
-        ? tag('tie', `tie with ${a.tie_with}`, `faster than ${a.tie_with} on its point, but their 95 % intervals overlap: ${a.tie_with} stayed best`)
+        ? tieSaid
+          ? tag('tie', `tie with ${a.tie_with} side by side`, `${versusText(v)}: ${a.tie_with} stayed best`)
+          : tag('tie', `tie with ${a.tie_with}`, `faster than ${a.tie_with} on its point, but their 95 % intervals overlap: ${a.tie_with} stayed best`)
         : null,
       correct && t.noisy && !a.same_as ? tag('noisy', 'noisy', t.noise_note || 'the interval stayed wider than the goal') : null,
       t.busy && !a.same_as ? tag('busy', 'busy', t.busy_note || 'the machine was busy while timing') : null,

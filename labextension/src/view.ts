@@ -9,7 +9,11 @@
  *                it: opened from disk; a live run's own report stays live, live.ts)
  *   status       what the session does now, and the kernel's reply to the last action
  *   candidates   one chip per candidate (unique ids), with its speedup and 95 % interval
- *                ("1.42x ±6%"), "tie" / "same as 0.0"; a click shows it in the tabs
+ *                ("1.42x ±6%"), its head-to-head with the best of its time ("faster than 0.0
+ *                side by side"), "tie" / "same as 0.0"; on a busy CPU its own time and that
+ *                head-to-head first, then the speedup with its interval written out
+ *                ("0.45 ms · faster than 0.2 side by side · 1.90x (1.2-3.1x)"); a click shows
+ *                it in the tabs
  *   tree         the candidates tree (tree.ts): parent -> child, lineage, pinned / pruned;
  *                Pin / Unpin / Prune / Unprune per candidate while running (live only)
  *   tabs         Code (code, diff, editor) | Errors | Correctness | Profile | Performance |
@@ -22,7 +26,28 @@
 import { errorMap, kernelTable, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
 import { diffView } from './diff';
 import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
-import { Action, Candidate, RunRecord, Steer, busyText, firstLine, fixed, fromText, intervalText, num, percent, rooflineText, speedupText } from './record';
+import {
+  Action,
+  Candidate,
+  RunRecord,
+  Steer,
+  Timing,
+  busyText,
+  decided,
+  firstLine,
+  fixed,
+  fromText,
+  intervalText,
+  num,
+  ownMs,
+  ownTimeText,
+  percent,
+  rooflineText,
+  shownSpeedup,
+  speedupText,
+  versusTag,
+  versusText
+} from './record';
 import { treeTitle, treeView } from './tree';
 
 export type Renderer = 'widget' | 'mime';
@@ -206,7 +231,7 @@ export class RunView {
     this.section('notes', JSON.stringify([r.timing_note, r.busy, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
     this.statusText.textContent = r.status;
     this.messageText.textContent = this.message ? ` — ${this.message}` : '';
-    const strip = r.history.map(a => `${a.id}:${a.result.state}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}`).join(',');
+    const strip = r.history.map(a => `${a.id}:${a.result.state}:${this.chipSpeed(a)}:${this.chipTag(a)}`).join(',');
     this.section('strip', `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
     const steerable = this.live && running;
     const nodes = r.history.map(a => [
@@ -220,7 +245,9 @@ export class RunView {
       a.same_as,
       a.tie_with,
       a.result.timing?.noisy,
-      a.result.timing?.busy
+      a.result.timing?.busy,
+      a.result.timing?.candidate_low_ms,
+      a.result.timing?.versus
     ]);
     const tree = JSON.stringify([nodes, r.best_id, r.search, sel?.id, steerable]);
     this.treeSummary.textContent = treeTitle(r);
@@ -243,7 +270,7 @@ export class RunView {
     const events = r.profile?.candidate_events?.length || 0;
     this.section('profile', `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
     const times = r.history
-      .map(a => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}:${a.decision}`)
+      .map(a => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${this.chipTag(a)}:${a.decision}`)
       .join(',');
     this.section('performance', `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
     const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
@@ -300,9 +327,23 @@ export class RunView {
     const running = r.state === 'running';
     let stats = `${s.candidates} candidates · ${fixed(s.elapsed_s, 0)} s · tokens ${s.input_tokens} in / ${s.output_tokens} out · $${fixed(s.cost_usd, 4)}`;
     if (r.best_id && s.candidate_ms != null) {
-      stats += ` · best ${r.best_id}: ${num(s.candidate_ms)} ms`;
-      stats += s.speedup_vs_eager ? `, ${speedupText(s.speedup_vs_eager, s.speedup_vs_eager_ci, !!s.noisy)} vs eager` : '';
-      stats += s.speedup_vs_compile ? `, ${speedupText(s.speedup_vs_compile, s.speedup_vs_compile_ci)} vs torch.compile` : '';
+      // the best's own timing (its head-to-head, its own time), the summary's where the
+      // history has no entry for it
+      const best = r.history.find(a => a.id === r.best_id);
+      const t: Timing = { ...s, ...(best?.result.timing || {}) };
+      const versus = versusText(t.versus);
+      if (t.busy) {
+        // under load: its own time and its head-to-head lead; the ratios to eager and
+        // torch.compile, whose own times swing, come after with their intervals written out
+        stats += ` · best ${r.best_id}: ${ownTimeText(t)}${versus ? `, ${versus}` : ''}`;
+        stats += t.speedup_vs_eager ? `, ${shownSpeedup(t, 'eager', !!t.noisy)} vs eager` : '';
+        stats += t.speedup_vs_compile ? `, ${shownSpeedup(t, 'compile')} vs torch.compile` : '';
+      } else {
+        stats += ` · best ${r.best_id}: ${num(t.candidate_ms)} ms`;
+        stats += t.speedup_vs_eager ? `, ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)} vs eager` : '';
+        stats += t.speedup_vs_compile ? `, ${speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)} vs torch.compile` : '';
+        stats += versus ? `, ${versus}` : '';
+      }
     }
     replace(
       this.headInfo,
@@ -370,26 +411,60 @@ export class RunView {
           'aria-pressed': String(a === sel),
           'data-tie': a.tie_with && !a.same_as ? a.tie_with : null,
           'data-same-as': a.same_as || null,
-          title: [firstLine(a.result.message, 300), intervalText(a.result.timing?.speedup_vs_eager_ci), a.result.timing?.noise_note, a.result.timing?.busy_note]
+          'data-versus': a.result.timing?.versus?.verdict || null,
+          title: [
+            firstLine(a.result.message, 300),
+            a.result.timing?.busy ? ownTimeText(a.result.timing) : '',
+            versusText(a.result.timing?.versus),
+            intervalText(a.result.timing?.speedup_vs_eager_ci),
+            a.result.timing?.noise_note,
+            a.result.timing?.busy_note
+          ]
             .filter(x => x)
             .join(' · ')
         },
-        `${a.id} ${a.result.state}${this.chipSpeed(a) ? ` ${this.chipSpeed(a)}` : ''}${a.id === r.best_id ? ' ★' : ''}${this.sameOrTie(a) ? ` · ${this.sameOrTie(a)}` : ''}`
+        `${a.id} ${a.result.state}${this.chipSpeed(a) ? ` ${this.chipSpeed(a)}` : ''}${a.id === r.best_id ? ' ★' : ''}${this.chipTag(a) ? ` · ${this.chipTag(a)}` : ''}`
       );
       chip.addEventListener('click', () => this.select(a.id));
       return chip;
     });
   }
 
-  /** A correct candidate's speedup vs eager with its interval, for its chip ("" otherwise). */
+  /** A correct candidate's speedup vs eager with its interval, for its chip ("" otherwise);
+   * on a busy CPU its own time and its head-to-head first, then the speedup with its interval
+   * written out: "0.45 ms · faster than 0.2 side by side · 1.90x (1.2-3.1x)". */
   private chipSpeed(a: Candidate): string {
     const t = a.result.timing || {};
-    return a.result.state === 'correct' && t.real && t.speedup_vs_eager ? speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy) : '';
+    if (a.result.state !== 'correct' || !t.real) {
+      return '';
+    }
+    if (t.busy && ownMs(t) != null) {
+      const versus = this.sameOrTie(a) ? '' : this.versusOf(a);
+      return [`${num(ownMs(t))} ms`, versus, t.speedup_vs_eager ? shownSpeedup(t, 'eager', !!t.noisy, true) : ''].filter(x => x).join(' · ');
+    }
+    return t.speedup_vs_eager ? speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy) : '';
   }
 
-  /** "same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0". */
+  /** What a chip says after its speedup: "same as 0.0", "tie with 0.0 (side by side)", or
+   * (not busy: a busy chip's speed part said it) its head-to-head "faster than 0.0 side by
+   * side". */
+  private chipTag(a: Candidate): string {
+    return this.sameOrTie(a) || (a.result.timing?.busy ? '' : this.versusOf(a));
+  }
+
+  /** The head-to-head's few words, for a correct candidate judged itself (not a repeat). */
+  private versusOf(a: Candidate): string {
+    return a.result.state === 'correct' && !a.same_as ? versusTag(a.result.timing?.versus) : '';
+  }
+
+  /** "same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0" ("tie with 0.0
+   * side by side" where its head-to-head says so). */
   private sameOrTie(a: Candidate): string {
-    return a.same_as ? `same as ${a.same_as}` : a.tie_with ? `tie with ${a.tie_with}` : '';
+    if (a.same_as) {
+      return `same as ${a.same_as}`;
+    }
+    const v = a.result.timing?.versus;
+    return a.tie_with ? `tie with ${a.tie_with}${decided(v) && v.id === a.tie_with ? ' side by side' : ''}` : '';
   }
 
   private head(a: Candidate, r?: RunRecord): HTMLElement {
@@ -487,6 +562,31 @@ export class RunView {
     ];
   }
 
+  /** The selected candidate's verdict in a few lines (result.py Result.summary): its time, its
+   * speedups and its head-to-head with the best of its time; on a busy CPU its own time and
+   * that head-to-head first, the speedups after with their intervals written out. */
+  private verdictLines(a: Candidate): string[] {
+    const t = a.result.timing || {};
+    if (a.result.state !== 'correct' || t.candidate_ms == null) {
+      return [];
+    }
+    if (!t.real) {
+      return [`candidate ${num(t.candidate_ms)} ms (${t.note || 'not a performance figure'})`];
+    }
+    const speeds = [
+      t.speedup_vs_eager ? `${shownSpeedup(t, 'eager', !!t.noisy)} vs eager` : '',
+      t.speedup_vs_compile ? `${shownSpeedup(t, 'compile')} vs torch.compile` : ''
+    ].filter(x => x);
+    const versus = t.versus ? `head-to-head (beside the best when it was judged, in the same rounds): ${versusText(t.versus)}` : '';
+    if (t.busy) {
+      const eager = t.eager_ms != null ? ` (eager's blocks' median ${num(t.eager_ms)} ms: it carries the load)` : '';
+      return [`candidate ${ownTimeText(t)}`, versus, speeds.length ? `${speeds.join(', ')}${eager}` : '', `busy: ${t.busy_note || 'the machine was busy while timing'}`].filter(
+        x => x
+      );
+    }
+    return [[`candidate ${num(t.candidate_ms)} ms`, ...speeds].join(', '), versus].filter(x => x);
+  }
+
   private drawPerformance(r: RunRecord, sel: Candidate | null): Child[] {
     const rows = r.history.map(a => {
       const t = a.result.timing || {};
@@ -497,19 +597,31 @@ export class RunView {
           `${a.id}${a.id === r.best_id ? ' ★' : ''}`,
           a.kind,
           badge(a.result.state),
-          num(t.candidate_ms) + (t.busy ? ' (busy)' : ''),
-          el('span', { 'data-speedup': 'eager', title: intervalText(t.speedup_vs_eager_ci) || null }, speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)),
-          el('span', { 'data-speedup': 'compile', title: intervalText(t.speedup_vs_compile_ci) || null }, speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)),
+          t.busy && t.candidate_low_ms
+            ? el('span', { 'data-ms': 'own', title: ownTimeText(t) }, `${num(t.candidate_low_ms)} own (busy)`)
+            : num(t.candidate_ms) + (t.busy ? ' (busy)' : ''),
+          el('span', { 'data-speedup': 'eager', title: intervalText(t.speedup_vs_eager_ci) || null }, shownSpeedup(t, 'eager', !!t.noisy, true)),
+          el('span', { 'data-speedup': 'compile', title: intervalText(t.speedup_vs_compile_ci) || null }, shownSpeedup(t, 'compile', false, true)),
           rooflineText(a.result.roofline?.fraction_of_sol, !!a.result.roofline?.ceiling_exceeded),
           fromText(a),
-          [this.sameOrTie(a), a.result.state === 'correct' ? '' : firstLine(a.result.message, 90)].filter(x => x).join('; ')
+          [this.sameOrTie(a), a.result.state === 'correct' ? '' : firstLine(a.result.message, 90)].filter(x => x).join('; '),
+          a.result.state === 'correct' && !a.same_as && t.versus ? el('span', { 'data-role': 'versus' }, versusText(t.versus)) : ''
         ].map(c => el('td', undefined, c))
       );
       row.addEventListener('click', () => this.select(a.id));
       return row;
     });
-    const header = ['#', 'kind', 'verdict', 'ms', 'vs eager', 'vs compile', 'of roofline', 'from', 'message'];
+    const header = ['#', 'kind', 'verdict', 'ms', 'vs eager', 'vs compile', 'of roofline', 'from', 'message', 'side by side'];
+    const lines = sel ? this.verdictLines(sel) : [];
     return [
+      lines.length
+        ? el(
+            'div',
+            { class: 'kforge-verdict', 'data-role': 'verdict', 'data-id': sel?.id ?? null, 'data-busy': !!sel?.result.timing?.busy },
+            el('h4', undefined, `candidate ${sel?.id}${sel?.id === r.best_id ? ' ★ best' : ''}`),
+            ...lines.map(line => el('div', { class: 'kforge-verdict-line' }, line))
+          )
+        : null,
       speedupChart(speedupPoints(r.history)),
       rooflineBars(r.history),
       el('h4', undefined, 'candidates'),

@@ -479,7 +479,7 @@ def test_a_saved_report_draws_speedup_intervals_and_the_busy_banner(jupyter_lab,
     assert "the machine was busy while timing (candidate 0.2)" in banner.inner_text()
     assert BUSY_NOTE in banner.inner_text()
     chips = saved.locator("[data-role=candidate]").evaluate_all("els => els.map(e => e.innerText)")
-    assert chips[1] == "0.2 correct 1.25x ±8% · tie with 0.1", chips
+    assert chips[1] == "0.2 correct 0.8 ms · 1.25x (1.15-1.35x) · tie with 0.1", chips
     assert chips[3].endswith("same as 0.3") and chips[4] == "0.5 correct 0.90x", chips
     header = saved.locator("[data-role=header]").first.inner_text()
     assert "1.60x ±6% (noisy) vs eager" in header, header

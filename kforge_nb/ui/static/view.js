@@ -92,6 +92,61 @@ function intervalText(ci) {
   const bounds = validCi(ci);
   return bounds ? `95 % interval ${num(bounds[0], 3)}-${num(bounds[1], 3)}x` : "";
 }
+function spreadText(point, ci, noisy = false, compact = false) {
+  if (point === null || point === void 0) {
+    return "-";
+  }
+  const bounds = validCi(ci);
+  const span = bounds ? `${num(bounds[0], 3)}-${num(bounds[1], 3)}x` : "";
+  return `${point.toFixed(2)}x${span ? compact ? ` (${span})` : ` (95 % interval ${span})` : ""}${noisy ? " (noisy)" : ""}`;
+}
+function shownSpeedup(t, baseline = "eager", noisy = false, compact = false) {
+  const point = baseline === "eager" ? t.speedup_vs_eager : t.speedup_vs_compile;
+  const ci = baseline === "eager" ? t.speedup_vs_eager_ci : t.speedup_vs_compile_ci;
+  return t.busy ? spreadText(point, ci, noisy, compact) : speedupText(point, ci, noisy);
+}
+function ownMs(t) {
+  return t.busy && t.candidate_low_ms ? t.candidate_low_ms : t.candidate_ms;
+}
+function ownTimeText(t) {
+  if (t.candidate_ms === null || t.candidate_ms === void 0) {
+    return "";
+  }
+  if (t.busy && t.candidate_low_ms) {
+    return `${num(t.candidate_low_ms)} ms, its own time (its blocks' low calls: the load mostly left out; their medians ${num(t.candidate_ms)} ms)`;
+  }
+  return `${num(t.candidate_ms)} ms`;
+}
+function decided(v) {
+  return !!v && (v.verdict === "faster" || v.verdict === "slower" || v.verdict === "tie") && typeof v.ratio === "number";
+}
+function versusText(v) {
+  if (!v || !v.id) {
+    return "";
+  }
+  if (!decided(v)) {
+    return `no head-to-head with ${v.id}: ${v.why || "it was not timed"}`;
+  }
+  const bounds = validCi(v.ci);
+  const span = bounds ? ` (95 % interval ${num(bounds[0], 3)}-${num(bounds[1], 3)}x)` : "";
+  if (v.verdict === "faster") {
+    return `${v.ratio.toFixed(2)}x faster than ${v.id} side by side${span}`;
+  }
+  if (v.verdict === "slower") {
+    return `${v.ratio.toFixed(2)}x, slower than ${v.id} side by side${span}`;
+  }
+  const noise = `${((v.noise || 0) * 100).toFixed(0)}%`;
+  return `tie with ${v.id} side by side at ${v.ratio.toFixed(2)}x${span}: within \xB1${noise}, what one kernel shows against itself, or an interval across 1x`;
+}
+function versusTag(v) {
+  if (!v || !v.id) {
+    return "";
+  }
+  if (!decided(v)) {
+    return `no head-to-head with ${v.id}`;
+  }
+  return v.verdict === "tie" ? `tie with ${v.id} side by side` : `${v.verdict} than ${v.id} side by side`;
+}
 var CEILING_NOTE = "ceiling underestimated";
 function rooflineText(fraction, exceeded = false) {
   if (fraction === null || fraction === void 0) {
@@ -118,7 +173,8 @@ function speedupPoints(history) {
     eager: a.result.timing?.speedup_vs_eager ?? null,
     compile: a.result.timing?.speedup_vs_compile ?? null,
     eagerCi: validCi(a.result.timing?.speedup_vs_eager_ci),
-    compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null
+    compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null,
+    busy: !!a.result.timing?.busy
   }));
 }
 function speedupChart(points) {
@@ -177,7 +233,7 @@ function speedupChart(points) {
         svg(
           "circle",
           { cx: x(i), cy: y(v), r: 4, fill: colour },
-          svg("title", void 0, `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ""}`)
+          svg("title", void 0, points[i].busy ? `${points[i].id}: ${spreadText(v, ci)} vs ${key} (busy)` : `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ""}`)
         )
       );
     }
@@ -501,6 +557,24 @@ function treeView(r, options) {
     const t = a.result.timing || {};
     const correct = a.result.state === "correct";
     const lineage = a.lineage ? labels.get(a.lineage) : void 0;
+    const v = t.versus;
+    const tieSaid = !!a.tie_with && decided(v) && v.id === a.tie_with;
+    const versus = correct && !a.same_as && v && !tieSaid ? tag("versus", versusTag(v), versusText(v)) : null;
+    const speed = t.speedup_vs_eager ? el(
+      "span",
+      { class: "kforge-tree-speed", title: `its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ""}` },
+      ` ${shownSpeedup(t, "eager", false, true)}`
+    ) : null;
+    const timing = correct && t.candidate_ms != null && t.busy ? [el("span", { class: "kforge-tree-time", title: `its time: ${ownTimeText(t)}` }, ` ${num(ownMs(t))} ms`), versus ? " " : null, versus, speed] : correct && t.candidate_ms != null ? [
+      el(
+        "span",
+        { class: "kforge-tree-time", title: `its time; its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ""}` },
+        ` ${num(t.candidate_ms)} ms`,
+        t.speedup_vs_eager ? ` ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci)}` : ""
+      ),
+      versus ? " " : null,
+      versus
+    ] : [];
     const pick = el("button", { class: "kforge-tree-id", "data-select": a.id, title: `show candidate ${a.id} in the tabs` }, a.id);
     pick.addEventListener("click", () => options.select(a.id));
     const steer = [];
@@ -529,17 +603,12 @@ function treeView(r, options) {
       pick,
       " ",
       badge(a.result.state),
-      correct && t.candidate_ms != null ? el(
-        "span",
-        { class: "kforge-tree-time", title: `its time; its speedup vs eager${intervalText(t.speedup_vs_eager_ci) ? ` (${intervalText(t.speedup_vs_eager_ci)})` : ""}` },
-        ` ${num(t.candidate_ms)} ms`,
-        t.speedup_vs_eager ? ` ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci)}` : ""
-      ) : null,
+      ...timing,
       lineage ? tag("lineage", lineage, `lineage of candidate ${a.lineage}`) : null,
       a.parent && !ids.has(a.parent) ? tag("parent", `\u2190 ${a.parent}`, `made from ${a.parent}, not in this record`) : null,
       a.id === r.best_id ? tag("best", "\u2605 best", "the best candidate so far") : null,
       a.same_as ? tag("same", `same as ${a.same_as}`, `its code repeats ${a.same_as}'s (comments aside): not judged again, its verdict taken`) : null,
-      a.tie_with && !a.same_as ? tag("tie", `tie with ${a.tie_with}`, `faster than ${a.tie_with} on its point, but their 95 % intervals overlap: ${a.tie_with} stayed best`) : null,
+      a.tie_with && !a.same_as ? tieSaid ? tag("tie", `tie with ${a.tie_with} side by side`, `${versusText(v)}: ${a.tie_with} stayed best`) : tag("tie", `tie with ${a.tie_with}`, `faster than ${a.tie_with} on its point, but their 95 % intervals overlap: ${a.tie_with} stayed best`) : null,
       correct && t.noisy && !a.same_as ? tag("noisy", "noisy", t.noise_note || "the interval stayed wider than the goal") : null,
       t.busy && !a.same_as ? tag("busy", "busy", t.busy_note || "the machine was busy while timing") : null,
       pinned.has(a.id) ? tag("pinned", "pinned", "expanded every round") : null,
@@ -746,7 +815,7 @@ var RunView = class {
     this.section("notes", JSON.stringify([r.timing_note, r.busy, r.notices, r.confirmation, r.summary.error]), this.notes, () => this.drawNotes(r));
     this.statusText.textContent = r.status;
     this.messageText.textContent = this.message ? ` \u2014 ${this.message}` : "";
-    const strip = r.history.map((a) => `${a.id}:${a.result.state}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}`).join(",");
+    const strip = r.history.map((a) => `${a.id}:${a.result.state}:${this.chipSpeed(a)}:${this.chipTag(a)}`).join(",");
     this.section("strip", `${strip}|${r.best_id}|${sel?.id}`, this.strip, () => this.drawStrip(r, sel));
     const steerable = this.live && running;
     const nodes = r.history.map((a) => [
@@ -760,7 +829,9 @@ var RunView = class {
       a.same_as,
       a.tie_with,
       a.result.timing?.noisy,
-      a.result.timing?.busy
+      a.result.timing?.busy,
+      a.result.timing?.candidate_low_ms,
+      a.result.timing?.versus
     ]);
     const tree = JSON.stringify([nodes, r.best_id, r.search, sel?.id, steerable]);
     this.treeSummary.textContent = treeTitle(r);
@@ -785,7 +856,7 @@ var RunView = class {
     this.section("correctness", `${id}|${!!sel?.error_map}`, this.views.correctness, () => this.drawCorrectness(sel));
     const events = r.profile?.candidate_events?.length || 0;
     this.section("profile", `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
-    const times = r.history.map((a) => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${a.same_as}:${a.tie_with}:${a.decision}`).join(",");
+    const times = r.history.map((a) => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${this.chipTag(a)}:${a.decision}`).join(",");
     this.section("performance", `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
     const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
     this.section("recommendation", rec, this.views.recommendation, () => this.drawRecommendation(r));
@@ -835,9 +906,19 @@ var RunView = class {
     const running = r.state === "running";
     let stats = `${s.candidates} candidates \xB7 ${fixed(s.elapsed_s, 0)} s \xB7 tokens ${s.input_tokens} in / ${s.output_tokens} out \xB7 $${fixed(s.cost_usd, 4)}`;
     if (r.best_id && s.candidate_ms != null) {
-      stats += ` \xB7 best ${r.best_id}: ${num(s.candidate_ms)} ms`;
-      stats += s.speedup_vs_eager ? `, ${speedupText(s.speedup_vs_eager, s.speedup_vs_eager_ci, !!s.noisy)} vs eager` : "";
-      stats += s.speedup_vs_compile ? `, ${speedupText(s.speedup_vs_compile, s.speedup_vs_compile_ci)} vs torch.compile` : "";
+      const best = r.history.find((a) => a.id === r.best_id);
+      const t = { ...s, ...best?.result.timing || {} };
+      const versus = versusText(t.versus);
+      if (t.busy) {
+        stats += ` \xB7 best ${r.best_id}: ${ownTimeText(t)}${versus ? `, ${versus}` : ""}`;
+        stats += t.speedup_vs_eager ? `, ${shownSpeedup(t, "eager", !!t.noisy)} vs eager` : "";
+        stats += t.speedup_vs_compile ? `, ${shownSpeedup(t, "compile")} vs torch.compile` : "";
+      } else {
+        stats += ` \xB7 best ${r.best_id}: ${num(t.candidate_ms)} ms`;
+        stats += t.speedup_vs_eager ? `, ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)} vs eager` : "";
+        stats += t.speedup_vs_compile ? `, ${speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)} vs torch.compile` : "";
+        stats += versus ? `, ${versus}` : "";
+      }
     }
     replace(
       this.headInfo,
@@ -896,22 +977,54 @@ var RunView = class {
           "aria-pressed": String(a === sel),
           "data-tie": a.tie_with && !a.same_as ? a.tie_with : null,
           "data-same-as": a.same_as || null,
-          title: [firstLine(a.result.message, 300), intervalText(a.result.timing?.speedup_vs_eager_ci), a.result.timing?.noise_note, a.result.timing?.busy_note].filter((x) => x).join(" \xB7 ")
+          "data-versus": a.result.timing?.versus?.verdict || null,
+          title: [
+            firstLine(a.result.message, 300),
+            a.result.timing?.busy ? ownTimeText(a.result.timing) : "",
+            versusText(a.result.timing?.versus),
+            intervalText(a.result.timing?.speedup_vs_eager_ci),
+            a.result.timing?.noise_note,
+            a.result.timing?.busy_note
+          ].filter((x) => x).join(" \xB7 ")
         },
-        `${a.id} ${a.result.state}${this.chipSpeed(a) ? ` ${this.chipSpeed(a)}` : ""}${a.id === r.best_id ? " \u2605" : ""}${this.sameOrTie(a) ? ` \xB7 ${this.sameOrTie(a)}` : ""}`
+        `${a.id} ${a.result.state}${this.chipSpeed(a) ? ` ${this.chipSpeed(a)}` : ""}${a.id === r.best_id ? " \u2605" : ""}${this.chipTag(a) ? ` \xB7 ${this.chipTag(a)}` : ""}`
       );
       chip.addEventListener("click", () => this.select(a.id));
       return chip;
     });
   }
-  /** A correct candidate's speedup vs eager with its interval, for its chip ("" otherwise). */
+  /** A correct candidate's speedup vs eager with its interval, for its chip ("" otherwise);
+   * on a busy CPU its own time and its head-to-head first, then the speedup with its interval
+   * written out: "0.45 ms · faster than 0.2 side by side · 1.90x (1.2-3.1x)". */
   chipSpeed(a) {
     const t = a.result.timing || {};
-    return a.result.state === "correct" && t.real && t.speedup_vs_eager ? speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy) : "";
+    if (a.result.state !== "correct" || !t.real) {
+      return "";
+    }
+    if (t.busy && ownMs(t) != null) {
+      const versus = this.sameOrTie(a) ? "" : this.versusOf(a);
+      return [`${num(ownMs(t))} ms`, versus, t.speedup_vs_eager ? shownSpeedup(t, "eager", !!t.noisy, true) : ""].filter((x) => x).join(" \xB7 ");
+    }
+    return t.speedup_vs_eager ? speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy) : "";
   }
-  /** "same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0". */
+  /** What a chip says after its speedup: "same as 0.0", "tie with 0.0 (side by side)", or
+   * (not busy: a busy chip's speed part said it) its head-to-head "faster than 0.0 side by
+   * side". */
+  chipTag(a) {
+    return this.sameOrTie(a) || (a.result.timing?.busy ? "" : this.versusOf(a));
+  }
+  /** The head-to-head's few words, for a correct candidate judged itself (not a repeat). */
+  versusOf(a) {
+    return a.result.state === "correct" && !a.same_as ? versusTag(a.result.timing?.versus) : "";
+  }
+  /** "same as 0.0" (its code repeats 0.0's: not judged again) or "tie with 0.0" ("tie with 0.0
+   * side by side" where its head-to-head says so). */
   sameOrTie(a) {
-    return a.same_as ? `same as ${a.same_as}` : a.tie_with ? `tie with ${a.tie_with}` : "";
+    if (a.same_as) {
+      return `same as ${a.same_as}`;
+    }
+    const v = a.result.timing?.versus;
+    return a.tie_with ? `tie with ${a.tie_with}${decided(v) && v.id === a.tie_with ? " side by side" : ""}` : "";
   }
   head(a, r) {
     const best = r && a.id === r.best_id ? " \u2605 best" : "";
@@ -999,6 +1112,30 @@ var RunView = class {
       traces.length ? el("div", { class: "kforge-muted" }, `Chrome traces (open in https://ui.perfetto.dev): ${traces.join(", ")}`) : null
     ];
   }
+  /** The selected candidate's verdict in a few lines (result.py Result.summary): its time, its
+   * speedups and its head-to-head with the best of its time; on a busy CPU its own time and
+   * that head-to-head first, the speedups after with their intervals written out. */
+  verdictLines(a) {
+    const t = a.result.timing || {};
+    if (a.result.state !== "correct" || t.candidate_ms == null) {
+      return [];
+    }
+    if (!t.real) {
+      return [`candidate ${num(t.candidate_ms)} ms (${t.note || "not a performance figure"})`];
+    }
+    const speeds = [
+      t.speedup_vs_eager ? `${shownSpeedup(t, "eager", !!t.noisy)} vs eager` : "",
+      t.speedup_vs_compile ? `${shownSpeedup(t, "compile")} vs torch.compile` : ""
+    ].filter((x) => x);
+    const versus = t.versus ? `head-to-head (beside the best when it was judged, in the same rounds): ${versusText(t.versus)}` : "";
+    if (t.busy) {
+      const eager = t.eager_ms != null ? ` (eager's blocks' median ${num(t.eager_ms)} ms: it carries the load)` : "";
+      return [`candidate ${ownTimeText(t)}`, versus, speeds.length ? `${speeds.join(", ")}${eager}` : "", `busy: ${t.busy_note || "the machine was busy while timing"}`].filter(
+        (x) => x
+      );
+    }
+    return [[`candidate ${num(t.candidate_ms)} ms`, ...speeds].join(", "), versus].filter((x) => x);
+  }
   drawPerformance(r, sel) {
     const rows = r.history.map((a) => {
       const t = a.result.timing || {};
@@ -1009,19 +1146,27 @@ var RunView = class {
           `${a.id}${a.id === r.best_id ? " \u2605" : ""}`,
           a.kind,
           badge(a.result.state),
-          num(t.candidate_ms) + (t.busy ? " (busy)" : ""),
-          el("span", { "data-speedup": "eager", title: intervalText(t.speedup_vs_eager_ci) || null }, speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)),
-          el("span", { "data-speedup": "compile", title: intervalText(t.speedup_vs_compile_ci) || null }, speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)),
+          t.busy && t.candidate_low_ms ? el("span", { "data-ms": "own", title: ownTimeText(t) }, `${num(t.candidate_low_ms)} own (busy)`) : num(t.candidate_ms) + (t.busy ? " (busy)" : ""),
+          el("span", { "data-speedup": "eager", title: intervalText(t.speedup_vs_eager_ci) || null }, shownSpeedup(t, "eager", !!t.noisy, true)),
+          el("span", { "data-speedup": "compile", title: intervalText(t.speedup_vs_compile_ci) || null }, shownSpeedup(t, "compile", false, true)),
           rooflineText(a.result.roofline?.fraction_of_sol, !!a.result.roofline?.ceiling_exceeded),
           fromText(a),
-          [this.sameOrTie(a), a.result.state === "correct" ? "" : firstLine(a.result.message, 90)].filter((x) => x).join("; ")
+          [this.sameOrTie(a), a.result.state === "correct" ? "" : firstLine(a.result.message, 90)].filter((x) => x).join("; "),
+          a.result.state === "correct" && !a.same_as && t.versus ? el("span", { "data-role": "versus" }, versusText(t.versus)) : ""
         ].map((c) => el("td", void 0, c))
       );
       row.addEventListener("click", () => this.select(a.id));
       return row;
     });
-    const header = ["#", "kind", "verdict", "ms", "vs eager", "vs compile", "of roofline", "from", "message"];
+    const header = ["#", "kind", "verdict", "ms", "vs eager", "vs compile", "of roofline", "from", "message", "side by side"];
+    const lines = sel ? this.verdictLines(sel) : [];
     return [
+      lines.length ? el(
+        "div",
+        { class: "kforge-verdict", "data-role": "verdict", "data-id": sel?.id ?? null, "data-busy": !!sel?.result.timing?.busy },
+        el("h4", void 0, `candidate ${sel?.id}${sel?.id === r.best_id ? " \u2605 best" : ""}`),
+        ...lines.map((line) => el("div", { class: "kforge-verdict-line" }, line))
+      ) : null,
       speedupChart(speedupPoints(r.history)),
       rooflineBars(r.history),
       el("h4", void 0, "candidates"),
