@@ -232,10 +232,13 @@ def cmd_runs(args) -> int:
 
 
 def history_table(session) -> str:
-    """One row per candidate: speedups as `1.42x ±6%` (95 % interval), and whether it repeats
-    an earlier candidate's code, tied with the best, or was timed on a busy machine."""
-    from .intervals import busy_text, timing_speedup
-    rows = [("iter", "sample", "from", "kind", "state", "ms", "vs eager", "vs compile", "note")]
+    """One row per candidate: its time (its own, the load mostly left out, on a busy CPU), its
+    head-to-head with the best of its time (what decided whether it was kept), speedups as
+    `1.42x ±6%` (95 % interval; written out on a busy CPU), and whether it repeats an earlier
+    candidate's code, tied with the best, or was timed on a busy machine."""
+    from .intervals import busy_text, own_ms, shown_speedup, versus_tag
+    rows = [("iter", "sample", "from", "kind", "state", "ms", "side by side", "vs eager",
+             "vs compile", "note")]
     ties = session.ties
     busy = []
     for a in session.history:
@@ -247,18 +250,24 @@ def history_table(session) -> str:
             busy.append(a)
         if a is session.best:
             note.insert(0, "★ best")
+        ms = own_ms(t)
         rows.append((str(a.iteration), str(a.sample), a.parent or "-", a.kind, a.result.state,
-                     f"{t.candidate_ms:.4g}" if t.candidate_ms else "-",
-                     timing_speedup(t) if t.speedup_vs_eager else "-",
-                     timing_speedup(t, "compile", mark_noise=False)
+                     f"{ms:.4g}" if ms else "-",
+                     versus_tag(t.versus) if not a.same_as else "",
+                     shown_speedup(t, compact=True) if t.speedup_vs_eager else "-",
+                     shown_speedup(t, "compile", mark_noise=False, compact=True)
                      if t.speedup_vs_compile else "-", ", ".join(note)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if session.best:
         lines.append(f"★ best: candidate {session.best.id}")
+    if any(a.result.timing.versus for a in session.history):
+        lines.append("side by side: each candidate timed beside the best of its time in the same "
+                     "rounds; only faster side by side (interval above 1x, beyond what a kernel "
+                     "shows against itself) replaces the best; a tie leaves the earlier")
     if any(a.result.timing.speedup_vs_eager_ci for a in session.history):
-        lines.append("speedups: median of paired ratios ± half its 95 % interval; a tie: faster "
-                     "on the point, but the intervals overlap (the earlier stays best)")
+        lines.append("speedups: median of paired ratios ± half its 95 % interval (busy: the "
+                     "interval written out); shown, never compared across judgings")
     if busy:
         lines.append("BUSY: " + busy_text(busy[-1].result.timing.busy_note,
                                           [a.id for a in busy]))
