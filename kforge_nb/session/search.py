@@ -29,7 +29,7 @@ from ..agents.base import Recommendation
 from ..problem import ProblemError
 from ..result import CORRECT
 from .records import Attempt
-from .standing import DECIDED
+from ..intervals import DECIDED
 
 STRATEGIES = ("greedy", "beam", "evolve")
 

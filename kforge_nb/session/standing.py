@@ -18,11 +18,11 @@ An --objective ranks by its own numbers instead.
 from __future__ import annotations
 
 from .. import intervals, measures
+from ..intervals import DECIDED, decided
 from ..evaluator import EvalOptions
 from ..result import CORRECT
 from .records import Attempt
 
-DECIDED = ("faster", "slower", "tie")
 AS_COMPARE = {"faster": "better", "slower": "worse", "tie": "tie"}
 
 
@@ -172,10 +172,6 @@ class Standing:
         known = (relative or {}).get(attempt.id)
         return (1, bool(attempt.same_as), attempt is not best, known is None,
                 known if known is not None else rank[1])
-
-
-def decided(duel: dict | None) -> bool:
-    return bool(duel) and duel.get("verdict") in DECIDED
 
 
 def turned(duel: dict | None) -> dict | None:
