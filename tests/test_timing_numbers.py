@@ -90,7 +90,9 @@ def test_vs_compile_is_a_median_of_paired_ratios_and_a_cached_figure_is_never_in
     run.fill_timing(result, paired, stats.median(paired["ratios"]["judge"]), False, "")
     t = result.timing
     assert t.speedup_vs_compile == pytest.approx(1.5)
-    assert t.speedup_vs_compile_ci == pytest.approx([1.5, 1.5])
+    # the rank interval [1.5, 1.5], widened on the CPU by what a kernel shows against itself
+    noise = stats.SELF_NOISE_FLOOR_CPU
+    assert t.speedup_vs_compile_ci == pytest.approx([1.5 / (1 + noise), 1.5 * (1 + noise)])
     assert t.speedup_vs_eager == pytest.approx(2.0) and t.compile_cached_ms is None
     # a planted cache entry (any file in the cache) changes no ratio: the next judging
     # without a compile side shows the figure this one stored, labelled, and nothing else
@@ -168,7 +170,8 @@ def test_on_a_contested_cpu_the_interval_spans_the_medians_and_the_low_calls(tmp
         t = result.timing
         assert t.busy is busy
         low, high = t.speedup_vs_eager_ci
-        assert (low, high) == (pytest.approx(2.0), pytest.approx(20.0))
+        noise = 1 + stats.SELF_NOISE_FLOOR_CPU
+        assert (low, high) == (pytest.approx(2.0 / noise), pytest.approx(20.0 * noise))
         if busy:
             assert t.speedup_vs_eager == pytest.approx(2.0)        # the low calls' ratio
             assert "as wide as the load made it" in t.busy_note

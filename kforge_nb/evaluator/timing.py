@@ -246,12 +246,14 @@ class TimedRounds(TimingFigures):
                 if k >= rounds:
                     break
                 continue
-            done, stop = stats.enough_rounds(ratios["judge"], time.monotonic() - began,
-                                             self.timing_cap_s(watch), min_rounds=rounds)
+            elapsed, cap = time.monotonic() - began, self.timing_cap_s(watch)
+            done, stop = stats.enough_rounds(ratios["judge"], elapsed, cap, min_rounds=rounds)
             if stop == "narrow" and "rival" in sides and not stats.settled(stats.head_to_head(
                     lows["rival"], lows["candidate"], stats.SELF_NOISE_FLOOR_CPU
                     if self.device == "cpu" else stats.SELF_NOISE_FLOOR)):
-                done, stop = False, ""          # the decision needs more rounds than the figure
+                # the decision needs more rounds than the figure, within the same caps
+                done = k >= stats.MAX_ROUNDS or elapsed + elapsed / k > cap
+                stop = "cap" if done else ""
             if done:
                 break
         passes = 2 if self.device == "cuda" else 1
