@@ -33,7 +33,7 @@ Load patterns, each started before a run and killed after it (by process group):
   membw     numpy copying a 256 MB array into another, again and again
 
 Prints per pattern: runs; how often the kept best is the 1-pass kernel; how often a slower
-kernel replaced a faster one as the best (walking the `evaluated` events); how often a
+kernel replaced a faster one as the best (walking the `evaluated` and `duel` events); how often a
 displayed 95 % interval holds the idle truth, vs eager and head-to-head (`timing.versus`, where
 the loop has it: the rival's time / the candidate's); correct kernels refused (state other than
 correct); the mean run time. `--repo PATH` runs the loop (and the truth's `kforge eval`) from
@@ -404,13 +404,21 @@ def read_run(folder: Path) -> dict:
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()
               if line.strip()]
     candidates, best_passes, replaced = [], None, 0
+    passes_by_id = {}
     for e in events:
+        if e["kind"] == "duel":          # a deciding duel may move the best (Loop.settle)
+            k = passes_by_id.get(e["data"].get("best"))
+            if best_passes is not None and k is not None and k > best_passes:
+                replaced += 1
+            best_passes = k if k is not None else best_passes
+            continue
         if e["kind"] != "evaluated":
             continue
         d, result = e["data"], e["data"].get("result") or {}
         t = result.get("timing") or {}
         cid = f"{e['iteration']}.{d.get('sample', 0)}"
         k = passes_of(d.get("code"))
+        passes_by_id[cid] = k
         if d.get("best"):
             if best_passes is not None and k is not None and k > best_passes:
                 replaced += 1
