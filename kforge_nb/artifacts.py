@@ -6,11 +6,24 @@ never leaves half a file behind.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
 import time
 from pathlib import Path
+
+
+def finite(value):
+    """NaN and infinity as None, through dicts and lists: JSON has neither (a browser's
+    JSON.parse refuses them, and a Python literal in an exported file repeats a JSON line)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

@@ -18,12 +18,12 @@ re-timing on a busy machine read 6.56 ms against 0.46 ms for a kernel judged 4.8
 """
 from __future__ import annotations
 
-import math
 import pprint
 import re
 from pathlib import Path
 
 from . import __version__
+from .artifacts import finite
 from .intervals import own_ms, valid_ci, versus_text
 from .runtime import cpp as _cpp, cuda as _cuda, native as _native
 
@@ -99,17 +99,6 @@ def standalone(code: str, reference: str, target: str, label: str, verdict: str,
                              verdict=pprint.pformat(finite(figures or {"text": verdict}),
                                                     sort_dicts=False, width=96)))
     return "\n".join(p for p in parts if p)
-
-
-def finite(value):
-    """A float that is not finite as None: VERDICT is a Python literal a JSON line repeats."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def split_future_imports(code: str) -> tuple[str, str]:

@@ -33,7 +33,7 @@ from ..agents.history import Outcome, outcomes as outcomes_of
 from ..executors import ExecutorError
 from ..problem import ProblemError
 from ..providers import ProviderError
-from ..result import CORRECT, GENERATION_FAILURE, Result
+from ..result import GENERATION_FAILURE, Result
 from . import confirm, feasible
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP
 from .journal import slot_file

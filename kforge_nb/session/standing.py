@@ -18,7 +18,7 @@ An --objective ranks by its own numbers instead.
 from __future__ import annotations
 
 from .. import intervals, measures
-from ..intervals import DECIDED, decided
+from ..intervals import decided
 from ..evaluator import EvalOptions
 from ..result import CORRECT
 from .records import Attempt

@@ -11,10 +11,10 @@ widget.py, and from a saved notebook as JupyterLab's renderer of the MIME type. 
 """
 from __future__ import annotations
 
-import math
 import threading
 
 from . import fallback
+from ..artifacts import finite
 from ..agents.history import reason
 from .fallback import id_key
 from ..session.confirm import sentence as confirm_sentence
@@ -229,17 +229,6 @@ def rounded(values):
     if isinstance(values, list):
         return [rounded(v) for v in values]
     return float(f"{values:.4g}")
-
-
-def finite(value):
-    """JSON has no NaN or infinity (a browser's JSON.parse refuses them): None instead."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def bundle(record: dict) -> dict:
