@@ -146,7 +146,7 @@ def judged_with(tmp_path, agents: AgentConfig, options) -> tuple[Session, dict]:
     assert all(a.result.state == "correct" for a in session.history)
     by_attempt = {a.id: executor.options[str(session.folder / f"iter-{a.iteration:02d}" /
                                              f"sample-{a.sample}")] for a in session.history}
-    finals = [o for folder, o in executor.options.items() if "/confirm/" in folder]
+    finals = [o for folder, o in executor.options.items() if "/duels/" in folder]
     assert finals and not any(o.ncu for o in finals)          # the final judging: never
     return session, by_attempt
 
