@@ -79,36 +79,38 @@ def threads_cpu_s(pids: list[int]) -> float:
     its share of a spinning thread's time would read as none; ticks where there is no
     schedstat."""
     total, ticks = 0, []
+    for pid, tid in threads_of(pids):
+        if pid in ticks:
+            continue
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            ticks.append(pid)
+    return total / 1e9 + (process_cpu_s(ticks) if ticks else 0.0)
+
+
+def threads_of(pids: list[int]):
+    """(pid, tid) of every thread of these processes that still exist."""
     for pid in pids:
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
         for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                ticks.append(pid)
-                break
-    return total / 1e9 + (process_cpu_s(ticks) if ticks else 0.0)
+            yield pid, tid
 
 
 def preemptions(pids: list[int]) -> int:
     """Involuntary context switches of every thread of these processes."""
     total = 0
-    for pid in pids:
+    for pid, tid in threads_of(pids):
         try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/status") as f:
-                    total += next((int(line.split()[1]) for line in f
-                                   if line.startswith("nonvoluntary_ctxt_switches")), 0)
-            except (OSError, ValueError):
-                pass
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                total += next((int(line.split()[1]) for line in f
+                               if line.startswith("nonvoluntary_ctxt_switches")), 0)
+        except (OSError, ValueError):
+            pass
     return total
 
 
