@@ -101,6 +101,18 @@ def threads_of(pids: list[int]):
             yield pid, tid
 
 
+def running(pids: list[int]) -> bool:
+    """Whether a thread of these processes is on a core or waiting for one (state R)."""
+    for pid, tid in threads_of(pids):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                    return True
+        except (OSError, IndexError):
+            pass
+    return False
+
+
 def preemptions(pids: list[int]) -> int:
     """Involuntary context switches of every thread of these processes."""
     total = 0
@@ -182,6 +194,10 @@ class CpuWatch:
 
 # --- work done while another side is timed -----------------------------------------------------
 
+SETTLE_S = 0.05          # the longest wait for the other workers to go idle before a block
+SETTLE_POLL_S = 0.0002
+
+
 class Outside:
     """CPU time a worker's process tree (the candidate's, the rival's) takes while another
     side's block is timed: a thread or a forked child left spinning then slows whoever is
@@ -197,8 +213,17 @@ class Outside:
     def new_round(self, descendants) -> None:
         self.trees = {side: descendants(pid) for side, pid in self.roots.items()}
 
-    def before(self) -> dict[str, float]:
-        return {side: threads_cpu_s(tree) for side, tree in self.trees.items()}
+    def before(self, side: str) -> dict[str, float]:
+        """`side`'s block is next: once every other worker is idle again, their CPU so far.
+        A worker's reply reaches us before it is back waiting on its socket; on a busy
+        machine that last stretch of its loop (tens of microseconds) is preempted and runs
+        during the next block, where, beside eager's sub-millisecond blocks, it read as 0.03
+        cores. A thread left spinning never settles, and the wait ends at SETTLE_S."""
+        others = [tree for other, tree in self.trees.items() if other != side]
+        deadline = time.monotonic() + SETTLE_S
+        while any(running(tree) for tree in others) and time.monotonic() < deadline:
+            time.sleep(SETTLE_POLL_S)
+        return {other: threads_cpu_s(tree) for other, tree in self.trees.items()}
 
     def after(self, side: str, before: dict[str, float], wall_s: float) -> None:
         """`side`'s block has ended, `wall_s` long: every other worker's CPU meanwhile."""

@@ -18,7 +18,8 @@ from .verdicts import CandidateFailed, bad_output, failure_result, overturn
 
 SUSPICIOUS_SPEEDUP = 10.0
 # a worker's process tree may use this many cores while other sides are timed (an idle worker
-# waiting on its socket uses ~0; OpenMP threads sleep between regions, OMP_WAIT_POLICY=PASSIVE)
+# waiting on its socket uses ~0; OpenMP threads sleep between regions, OMP_WAIT_POLICY=PASSIVE;
+# a worker still finishing its loop is waited for, clocks.Outside.before)
 # (measured here: honest ReLU and OpenMP softmax workers 0.0001-0.003 cores; a thread left
 # spinning beside two other test runs on 2 cores 0.1)
 OUTSIDE_CORES = 0.03
@@ -194,7 +195,7 @@ class TimedRounds(TimingFigures):
             if outside is not None:
                 outside.new_round(descendants)
             for side in order:
-                cpu_before = outside.before() if outside is not None else None
+                cpu_before = outside.before(side) if outside is not None else None
                 if side in ("candidate", "rival"):
                     few = calls[side] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
                     keep = [] if k != checked_round else list(range(calls[side])) if few \
