@@ -7,9 +7,10 @@ ANTHROPIC_API_KEY in its environment, and printed as
 
     class | candidate | verdict (state + rules) | expected | OK?
 
-The rows come from the test modules, never copied: the exploit table of test_exploits.py
-(EXPLOITS), the legitimate kernels of test_legitimate.py (RUNS_HERE: expected `correct`) and
-the trust-boundary attacks of test_trust_boundary.py (ATTACKS). A row is also not OK when the
+The rows come from the test modules, never copied: every exploit table (EXPLOITS, a dict of
+test_exploits.Case) and every list of legitimate kernels (RUNS_HERE: expected `correct`) of a
+tests/adversarial/test_*.py module, and the trust-boundary attacks of test_trust_boundary.py
+(ATTACKS). A row is also not OK when the
 fake key turns up in any file of its run, or the parent wrote the candidate's key file.
 
 `--as-user UID` runs each CLI as that unprivileged uid (and its gid), the way a user without
@@ -87,22 +88,37 @@ def options_as_cli(options: dict) -> tuple[tuple[str, ...], str]:
     return tuple(args), "; ".join(unsaid)
 
 
+def table_modules() -> list:
+    """Every module of tests/adversarial with an exploit table (EXPLOITS) or legitimate
+    kernels (RUNS_HERE): test_exploits, test_legitimate and each later round's own file."""
+    import importlib
+    folder = REPO / "tests" / "adversarial"
+    modules = [importlib.import_module(f"tests.adversarial.{path.stem}")
+               for path in sorted(folder.glob("test_*.py"))]
+    return [m for m in modules if hasattr(m, "EXPLOITS") or hasattr(m, "RUNS_HERE")]
+
+
 def collect_rows() -> list[Row]:
-    from tests.adversarial import test_exploits, test_legitimate, test_trust_boundary
+    from tests.adversarial import test_trust_boundary
     from kforge_nb.result import CORRECT, MISMATCH, REJECTED, RUNTIME_ERROR  # noqa: F401
     rows = []
-    for name, case in test_exploits.EXPLOITS.items():
-        args, unsaid = options_as_cli(case.options)
-        if unsaid:    # the test's exact expectation needs options the CLI lacks
-            rows.append(Row("exploit", name, case.problem, case.candidate, case.target,
-                            (MISMATCH, REJECTED, RUNTIME_ERROR), None, False, args,
-                            note=unsaid))
-        else:
-            rows.append(Row("exploit", name, case.problem, case.candidate, case.target,
-                            (case.state,), tuple(case.rules) if case.rules else
-                            (() if case.rules == [] else None), True, args))
-    for name, (problem, candidate, target, _launches) in test_legitimate.RUNS_HERE.items():
-        rows.append(Row("legitimate", name, problem, candidate, target, (CORRECT,), (), True))
+    modules = table_modules()
+    for module in modules:
+        for name, case in getattr(module, "EXPLOITS", {}).items():
+            args, unsaid = options_as_cli(case.options)
+            if unsaid:    # the test's exact expectation needs options the CLI lacks
+                rows.append(Row("exploit", name, case.problem, case.candidate, case.target,
+                                (MISMATCH, REJECTED, RUNTIME_ERROR), None, False, args,
+                                note=unsaid))
+            else:
+                rows.append(Row("exploit", name, case.problem, case.candidate, case.target,
+                                (case.state,), tuple(case.rules) if case.rules else
+                                (() if case.rules == [] else None), True, args))
+    for module in modules:
+        for name, (problem, candidate, target, _launches) in \
+                getattr(module, "RUNS_HERE", {}).items():
+            rows.append(Row("legitimate", name, problem, candidate, target, (CORRECT,), (),
+                            True))
     for name, attack in test_trust_boundary.ATTACKS.items():
         rows.append(Row("trust-boundary", name, attack.problem, attack.candidate,
                         attack.target, attack.states, attack.rules, False, attack.cli_args,
