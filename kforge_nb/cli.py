@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_eval(args) -> int:
     from .evaluator import evaluate
+    from .evaluator.verdicts import quoted
     from .problem import Problem
     from .session.config import eval_options
     from .targets import get_target
@@ -87,8 +88,8 @@ def cmd_eval(args) -> int:
         print(json.dumps(result.to_dict(), default=str))
     else:
         print(result.summary())
-        if result.error and result.error.get("log"):
-            print("\n" + result.error["log"].strip()[-3000:])
+        if result.error and result.error.get("log"):     # the compiler's, quoted as such
+            print("\ncompiler output (end):\n" + quoted(result.error["log"], 3000, end=True))
         print(f"artifacts: {result.artifacts}")
     return EXIT_CORRECT if result.ok else EXIT_VERDICT
 
@@ -116,7 +117,7 @@ def cmd_run(args) -> int:
     summary = session.summary()
     if args.json:
         print(json.dumps(summary, default=str))
-    else:
+    elif session.history:                          # no table of no candidates
         print(history_table(session))
         if session.best:
             print(f"best kernel: {summary['artifacts']}/best_candidate.py")

@@ -64,7 +64,8 @@ def test_a_forged_failure_cannot_claim_the_correct_state():
 
 def test_a_trial_reply_must_name_the_file_it_was_asked_for():
     good = {"written": "/run/exchange/trial0.bin", "audit": AUDIT, "inputs_after": [[1, 2]]}
-    assert replies.checked(("trial", 0, {}, "/run/exchange/trial0.bin"), good) is good
+    said = replies.checked(("trial", 0, {}, "/run/exchange/trial0.bin"), good)
+    assert {k: said[k] for k in good} == good
     with pytest.raises(ProtocolError, match="where it was asked"):
         replies.checked(("trial", 0, {}, "/run/exchange/trial0.bin"),
                         {**good, "written": "/etc/passwd"})

@@ -128,20 +128,23 @@ class Judge:
 
     def check(self, path: str, inputs_after: list) -> dict:
         """The candidate's outputs of the trial, read from its file a chunk at a time where
-        they are compared (transfer.Streamed)."""
+        they are compared (transfer.Streamed), and its inputs as it says it left them."""
         trial, before, outputs = self.trial
+
+        def compare(data: list) -> tuple[bool, str]:
+            if len(inputs_after) != len(before):
+                raise transfer.BadOutput(f"its reply fingerprints {len(inputs_after)} inputs; "
+                                         f"the trial has {len(before)}")
+            return correctness.check_trial(trial, before, outputs, inputs_after, data,
+                                           self.job["policy"], self.report)
         try:
-            with transfer.open_outputs(path, outputs_limit(outputs)) as data:
-                ok, text = correctness.check_trial(trial, before, outputs, inputs_after, data,
-                                                   self.job["policy"], self.report)
+            ok, text = candidates_outputs(path, outputs, compare)
         except transfer.TooLarge as err:
             self.report.failed_check = correctness.describe(trial)
             return {"ok": False, "text": f"{err} ({correctness.describe(trial)})",
                     "report": self.report.__dict__}
         except transfer.BadOutput as err:
             return {"bad_output": str(err)}
-        finally:
-            remove(path)
         self.trial = outputs = None
         harness.release(self.device)
         return {"ok": ok, "text": text, "report": self.report.__dict__}
@@ -190,16 +193,13 @@ class Judge:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
         outputs = self.forward(self.sets.inputs(call))
         try:
-            with transfer.open_outputs(path, outputs_limit(outputs)) as data:
-                ok, text = correctness.compare_outputs(outputs, data, self.job["policy"],
-                                                       Correctness())
+            ok, text = candidates_outputs(path, outputs, lambda data: correctness.compare_outputs(
+                outputs, data, self.job["policy"], Correctness()))
         except transfer.TooLarge as err:
             return {"ok": False, "text": str(err)}
         except transfer.BadOutput as err:
             return {"bad_output": str(err)}
-        finally:
-            remove(path)
-        del outputs
+        outputs = None
         harness.release(self.device)
         return {"ok": ok, "text": text}
 
@@ -229,6 +229,23 @@ class Judge:
         eager = statistics.median(b[0] for b in blocks)
         ratio = statistics.median(b[0] / b[1] for b in blocks if b[1] > 0)
         return {"eager": {"median_ms": eager}, "compile": {"median_ms": eager / ratio}}
+
+
+def candidates_outputs(path: str, outputs: list, compare) -> tuple[bool, str]:
+    """compare(data) over the candidate's output file at `path` (removed after), read a chunk
+    at a time. The reference has computed `outputs` already and the file is the candidate's to
+    write: whatever reading or comparing it raises is the candidate's doing (BadOutput), never
+    the reference failing."""
+    try:
+        with transfer.open_outputs(path, outputs_limit(outputs)) as data:
+            return compare(data)
+    except transfer.BadOutput:
+        raise
+    except Exception as err:     # its bytes broke the reader: a RecursionError, a MemoryError...
+        raise transfer.BadOutput(f"reading it raised {type(err).__name__}: "
+                                 f"{str(err)[:300]}") from None
+    finally:
+        remove(path)
 
 
 def outputs_limit(outputs: list) -> int:

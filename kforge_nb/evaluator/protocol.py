@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import shutil
 import time
 from collections import Counter
@@ -50,10 +51,10 @@ from .jobs import candidate_job, reference_job
 from .options import EvalOptions
 from .process import Worker, WorkerFailure, available_memory
 from .rival import Rival
-from .talk import WorkerTalk, sandbox_report
+from .talk import WorkerTalk, checked_reply, sandbox_report
 from .timing import TimedRounds
-from .verdicts import (CandidateFailed, bad_output, failure_result, overturn, problem_message,
-                       runtime_failure, tampering, unaudited_compute)
+from .verdicts import (CandidateFailed, bad_output, failure_result, overturn, printable,
+                       problem_message, runtime_failure, tampering, unaudited_compute)
 
 HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
 LARGE_TRIAL_BYTES = 1 << 30     # inputs and outputs of a trial beyond this: fewer trials
@@ -132,7 +133,7 @@ def compile_only(problem: Problem, candidate: str, target: Target, options: Eval
     worker = Worker("candidate_main", job, options.timeout_s, options.memory_bytes)
     try:
         sandbox_report(worker)
-        message = worker.recv()
+        message = checked_reply(worker, ("built",), worker.recv())
         return failure_result(message, target) if "failed" in message else None
     except WorkerFailure as failure:
         return runtime_failure(failure)
@@ -221,7 +222,7 @@ class Evaluation(WorkerTalk, TimedRounds):
         made = self.ask_candidate("construct", str(self.folder / "weights.pt"))
         if "failed" in made:
             return failure_result(made, self.target)
-        self.construction = [n for n in made.get("construction", []) if isinstance(n, str)]
+        self.construction = made["construction"]
         self.lap("start", "built and constructed")
         result = self.trials(made["weights"])
         self.lap("trials")
@@ -353,10 +354,11 @@ class Evaluation(WorkerTalk, TimedRounds):
         return None
 
     def line_text(self, where: str) -> str:
-        if where.startswith("line "):
-            n = int(where.split()[1])
-            if 0 < n <= len(self.lines):
-                return f"{where} (`{self.lines[n - 1].strip()}`)"
+        """`line N` of an audit's report with the candidate's line N beside it."""
+        line = re.fullmatch(r"line (\d{1,9})", where)
+        n = int(line.group(1)) if line else 0
+        if 0 < n <= len(self.lines):
+            return f"{where} (`{printable(self.lines[n - 1].strip())}`)"
         return where
 
     def run_hook(self, result: Result) -> None:

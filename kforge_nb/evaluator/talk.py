@@ -12,6 +12,17 @@ from .verdicts import problem_message
 from .wire import ProtocolError
 
 
+def checked_reply(worker: Worker, command: tuple, reply: dict) -> dict:
+    """A reply of a candidate's worker, reduced to its shape (replies.py); a reply out of shape
+    ends the worker and is its protocol violation."""
+    try:
+        return replies.checked(command, reply)
+    except ProtocolError as err:
+        worker.kill()
+        raise WorkerFailure("protocol", f"protocol violation in the reply to `{command[0]}`: "
+                            f"{err}", worker.log.text_tail()) from None
+
+
 def sandbox_report(worker: Worker) -> dict:
     """The worker's first frame: what its sandbox holds, sent before the candidate's code ran."""
     report = worker.recv().get("sandbox")
@@ -52,19 +63,17 @@ class WorkerTalk:
     def ask_candidate(self, *command) -> dict:
         self.worker.extend(self.options.timeout_s)
         began = time.monotonic()
-        self.worker.send(command)
+        try:
+            self.worker.send(command)
+        except OSError:
+            pass      # its end is closed: waiting for the reply says why (its exit, a deadline)
         reply = self.received(command, self.worker.recv())
         self.last_wall_ms = (time.monotonic() - began) * 1e3     # the parent's own clock
         return reply
 
     def received(self, command: tuple, reply: dict) -> dict:
         """A reply of the candidate's worker, once its shape is checked (replies.py)."""
-        try:
-            replies.checked(command, reply)
-        except ProtocolError as err:
-            self.worker.kill()
-            raise WorkerFailure("protocol", f"protocol violation in the reply to "
-                                f"`{command[0]}`: {err}", self.worker.log.text_tail()) from None
-        self.tampered.update(reply.get("tampered") or [])
-        self.unaudited.update(reply.get("unaudited") or [])
+        reply = checked_reply(self.worker, command, reply)
+        self.tampered.update(reply["tampered"])
+        self.unaudited.update(reply.get("unaudited", []))
         return reply

@@ -68,27 +68,23 @@ class TooLarge(BadOutput):
 
 def header_of(f, size: int, limit: int | None = None) -> list:
     """The file's header, checked: a list of None or {dtype, shape} whose bytes are exactly
-    what follows it (a forged shape cannot make the judge allocate what was never written)."""
+    what follows it (a forged shape cannot make the judge allocate what was never written).
+    The header is the candidate's: every part of it is checked for type before it is used."""
     line = f.readline(1 << 20)
     try:
         header = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):     # 5,000 `[` make json's parser recurse too deep
         raise BadOutput("its header is not JSON") from None
     if not isinstance(header, list):
         raise BadOutput("its header is not a list of tensors")
     total = 0
-    for entry in header:
+    for k, entry in enumerate(header):
         if entry is None:
             continue
-        shape = entry.get("shape") if isinstance(entry, dict) else None
-        if not (isinstance(entry, dict) and entry.get("dtype") in DTYPES and
-                isinstance(shape, list) and len(shape) <= 16 and
-                all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 40
-                    for n in shape)):
-            raise BadOutput(f"its header has an entry that is not a dtype and a shape: "
-                            f"{str(entry)[:80]}")
+        if not is_tensor_entry(entry):
+            raise BadOutput(f"its header's entry {k} is not a dtype and a shape")
         numel = 1
-        for n in shape:
+        for n in entry["shape"]:
             numel *= n
         total += numel * DTYPES[entry["dtype"]].itemsize
     if total != size - len(line):
@@ -97,6 +93,16 @@ def header_of(f, size: int, limit: int | None = None) -> list:
         raise TooLarge(f"the outputs announce {total / 2**20:.1f} MiB, more than twice the "
                        f"reference's: not read")
     return header
+
+
+def is_tensor_entry(entry) -> bool:
+    """{"dtype": one of DTYPES, "shape": at most 16 sizes, each below 2**40}."""
+    if not isinstance(entry, dict):
+        return False
+    dtype, shape = entry.get("dtype"), entry.get("shape")
+    return isinstance(dtype, str) and dtype in DTYPES and isinstance(shape, list) and \
+        len(shape) <= 16 and all(isinstance(n, int) and not isinstance(n, bool) and
+                                 0 <= n < 1 << 40 for n in shape)
 
 
 def open_regular(path: str):

@@ -3,8 +3,9 @@
 The candidate's worker is the attacker's process. Whatever it writes to its end of the socket
 is data the parent parses and checks, never code the parent runs (a pickle is a program: one
 forged frame used to run the candidate's code in the notebook's own process). A frame is a
-4-byte big-endian length and a UTF-8 JSON value; anything else is a `ProtocolError`, which the
-parent turns into the candidate's `runtime_error` ("protocol violation").
+4-byte big-endian length and a UTF-8 JSON value, of bounded size, nesting and (from a worker)
+number of values; anything else is a `ProtocolError`, which the parent turns into the
+candidate's `runtime_error` ("protocol violation").
 """
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ import socket
 import struct
 
 MAX_FRAME = 64 << 20     # a profile's events are the largest honest reply (a few MB)
+# Honest frames nest 6 deep at most (a judge's reply, its report, an error map's rows). json's
+# parser recurses: 5,000 `[` raise RecursionError, and a value nested 900 deep parses but
+# breaks whatever recurses over it next (repr, a message, json.dumps of the verdict).
+MAX_DEPTH = 32
+# Values in one frame from a worker: 64 MB of `{},` would be 21 million objects (~1.5 GB) in
+# the parent. An honest reply holds a few thousand (2,000 profile events of 5 fields at most).
+MAX_VALUES = 1 << 20
 
 
 class ProtocolError(Exception):
@@ -37,11 +45,32 @@ def plain(value):
     return str(value)
 
 
-def decode(data: bytes):
+def decode(data: bytes, max_values: int | None = None):
+    """A frame's JSON value, checked to be within the bounds above before and after parsing."""
+    containers = data.count(b"[") + data.count(b"{")     # C speed: a cheap upper bound
+    if max_values is not None and containers + data.count(b",") > max_values:
+        raise ProtocolError(f"a frame of more than {max_values} values")
     try:
-        return json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ProtocolError(f"a frame nested deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise ProtocolError(f"a frame that is not JSON ({err})") from None
+    if containers > MAX_DEPTH and nesting(value) > MAX_DEPTH:
+        raise ProtocolError(f"a frame nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def nesting(value) -> int:
+    """How deep lists and objects nest in `value`, walked without recursion (a hostile value
+    must not exhaust the stack of whoever checks it); stops once past MAX_DEPTH."""
+    deepest, todo = 0, [(value, 1)]
+    while todo and deepest <= MAX_DEPTH:
+        item, level = todo.pop()
+        children = item.values() if isinstance(item, dict) else item
+        deepest = max(deepest, level)
+        todo += [(c, level + 1) for c in children if isinstance(c, (list, dict))]
+    return deepest
 
 
 def send(sock: socket.socket, obj, fds=()) -> None:
@@ -63,11 +92,12 @@ def recv_exactly(sock: socket.socket, size: int, chunk: bytes = b"") -> bytes:
     return b"".join(parts)
 
 
-def recv(sock: socket.socket, with_fds: bool = False):
+def recv(sock: socket.socket, with_fds: bool = False, max_values: int | None = None):
     """One frame's value (and descriptors sent with it); None at end of stream.
 
     Reads exactly one frame: two frames sent back to back arrive together, and the second
-    must not be dropped."""
+    must not be dropped. Without `with_fds`, descriptors a peer sends are never installed
+    here (a plain recv() has no room for them: the kernel closes them)."""
     fds: list[int] = []
     if with_fds:
         chunk, fds, _, _ = socket.recv_fds(sock, 4, 8)
@@ -78,7 +108,7 @@ def recv(sock: socket.socket, with_fds: bool = False):
     size = struct.unpack("!I", recv_exactly(sock, 4, chunk))[0]
     if size > MAX_FRAME:
         raise ProtocolError(f"a frame of {size} bytes (at most {MAX_FRAME} are allowed)")
-    obj = decode(recv_exactly(sock, size))
+    obj = decode(recv_exactly(sock, size), max_values)
     return (obj, fds) if with_fds else obj
 
 
@@ -97,7 +127,7 @@ class Channel:
         send(self.sock, obj)
 
     def recv(self):
-        value = recv(self.sock)
+        value = recv(self.sock, max_values=MAX_VALUES)
         if value is None:
             raise EOFError("the worker closed its connection")
         return value
