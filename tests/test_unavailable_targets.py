@@ -43,30 +43,50 @@ def test_cuda_candidate_that_builds_without_a_gpu_is_unavailable_saying_no_gpu(j
     assert "compiled with nvcc here" in result.message
 
 
-# --- a run on a target it cannot work on ends at once (issue 30) -----------------------------
+# --- a run on a target that cannot run here is refused before anything is made (issues 30, 38)
 SOFTMAX = Path(__file__).parent.parent / "kforge_nb" / "targets" / "examples" / "softmax.py"
 RUN_FAST = ("--trials", "1", "--no-compile-baseline", "--iterations", "3")
+# what this machine lacks, in the target's words, and what runs here instead
+LACKS = {"cuda": "--target cuda cannot run here: no CUDA GPU on this machine.",
+         "metal": "--target metal cannot run here: MPS is not available on this host. Metal "
+                  "needs a Mac with Apple silicon and PyTorch's MPS backend."}
+INSTEAD = ("Use --target cpp (runs and is timed on this cpu) or --target triton (interpreter — "
+           "not a performance figure) on this machine.")
+not_here = {"cuda": pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is here"),
+            "metal": pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS is here")}
 
 
-@pytest.mark.parametrize("target", ["metal", "cuda"])
-def test_the_builtin_agent_on_a_target_it_cannot_write_fails_at_once(kforge_cli, tmp_path,
-                                                                      target):
+@pytest.mark.parametrize("target", [pytest.param(t, marks=not_here[t]) for t in LACKS])
+def test_kforge_run_on_a_target_this_machine_lacks_says_so_once_and_makes_no_folder(
+        kforge_cli, tmp_path, target):
     done = kforge_cli("run", str(SOFTMAX), "--target", target, "--provider", "builtin",
                       *RUN_FAST, "--out", str(tmp_path / "runs"))
     assert done.returncode == 2, done.stderr
-    first = done.stderr.splitlines()[0]
-    assert first == (f"note: --target {target}: the builtin agent cannot write {target} kernels "
-                     "(it writes cpp and triton kernels). Choose --target cpp or triton, or a "
-                     f"model provider (--provider anthropic or openai) to write {target} "
-                     "kernels.")
-    assert "pass" not in done.stderr and "[0" not in done.stderr      # no iteration began
-    assert "kept" not in done.stderr + done.stdout and "nvcc" not in done.stderr + done.stdout
-    events = next((tmp_path / "runs").glob("*/events.jsonl")).read_text()
-    assert '"candidate_generated"' not in events and '"started"' not in events
+    assert done.stdout == ""                                # no table of no candidates
+    assert done.stderr.splitlines() == [
+        f"kforge: {LACKS[target]} The builtin agent does not write {target} kernels either (it "
+        f"writes cpp and triton). {INSTEAD}"]
+    assert not (tmp_path / "runs").exists()                 # no run folder for a run that cannot be
 
 
 @pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS is here")
-def test_a_model_on_a_target_that_can_neither_run_nor_compile_here_is_not_asked(api, tmp_path):
+def test_a_model_on_a_target_that_can_neither_run_nor_compile_here_is_refused_before_a_folder(
+        api, tmp_path):
+    from kforge_nb.session.config import run_defaults, session_from_args
+    from kforge_nb.problem import Problem
+    from kforge_nb.session.feasible import TargetError
+    server = api([])
+    args = run_defaults()
+    args.target, args.provider, args.out = "metal", "anthropic", str(tmp_path / "runs")
+    with pytest.raises(TargetError) as refused:
+        session_from_args(Problem.from_file(SOFTMAX), args)
+    assert str(refused.value) == (f"{LACKS['metal']} Its candidates could not even be compiled "
+                                  f"here, so none could be judged. {INSTEAD}")
+    assert server.requests == [] and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS is here")
+def test_a_session_made_through_the_api_meets_the_same_refusal_as_its_first_line(api, tmp_path):
     from kforge_nb.agents import AgentConfig
     from kforge_nb.problem import Problem
     from kforge_nb.session import Budget, Session
@@ -75,23 +95,23 @@ def test_a_model_on_a_target_that_can_neither_run_nor_compile_here_is_not_asked(
                       Budget(iterations=2), out=tmp_path)
     session.run()
     assert server.requests == [] and session.history == []
-    assert session.finish_reason.startswith(
-        "bad input: --target metal: its candidates can be neither run nor compiled on this "
-        "machine, so none could be judged: MPS is not available on this host. Metal needs a "
-        "Mac with Apple silicon and PyTorch's MPS backend.")
+    assert session.finish_reason == f"bad input: {LACKS['metal']} Its candidates could not " \
+        f"even be compiled here, so none could be judged. {INSTEAD}"
     assert "kept" not in session.finish_reason
 
 
-def test_the_notebook_header_says_why_at_once(ip, tmp_path):
-    from kforge_nb.ui import fallback
-    from kforge_nb.ui.report import run_record
-    ip.run_cell_magic("kforge", f"--target metal --provider builtin --block --out {tmp_path}",
-                      SOFTMAX.read_text())
-    record = run_record(ip.user_ns["_kforge"])
-    assert record["state"] == "finished" and record["history"] == [] and not record["best"]
-    header = fallback.to_text(record).splitlines()[0]
-    assert "finished: bad input: --target metal: the builtin agent cannot write metal" in header
-    assert "kept" not in header and "nvcc" not in header
+@pytest.mark.parametrize("target", [pytest.param(t, marks=not_here[t]) for t in LACKS])
+def test_a_kforge_cell_on_a_target_this_machine_lacks_is_one_sentence_and_no_view(
+        ip, tmp_path, target):
+    from IPython.core.error import UsageError
+    ip.user_ns.pop("_kforge", None)
+    with pytest.raises(UsageError) as refused:
+        ip.run_cell_magic("kforge", f"--target {target} --provider builtin --out "
+                          f"{tmp_path / 'runs'}", SOFTMAX.read_text())
+    said = str(refused.value)
+    assert said.startswith(f"%%kforge: {LACKS[target]}") and said.endswith(INSTEAD)
+    assert said.count("cannot run here") == 1
+    assert "_kforge" not in ip.user_ns and not (tmp_path / "runs").exists()
 
 
 @needs_nvcc_without_gpu

@@ -10,6 +10,8 @@ import argparse
 
 from ..options import RUN, defaults
 from ..problem import Problem
+from ..targets import get_target
+from . import feasible
 from .core import Budget, Session
 
 
@@ -19,9 +21,12 @@ def run_defaults() -> argparse.Namespace:
 
 
 def session_from_args(problem: Problem, args, policy=None) -> Session:
-    """The Session `kforge run` would build for these options (plus `mode` where given)."""
+    """The Session `kforge run` would build for these options (plus `mode` where given); a
+    target that cannot run here is refused (feasible.TargetError) before its folder exists."""
+    agents = agents_from_args(args)
+    feasible.check(agents, get_target(args.target))
     return Session(
-        problem, args.target, agents=agents_from_args(args), budget=budget_from_args(args),
+        problem, args.target, agents=agents, budget=budget_from_args(args),
         options=eval_options(args), mode=getattr(args, "mode", None) or "auto", aux=args.aux,
         translate_from=args.translate_from, out=args.out, policy=policy,
         search=search_from_args(args))
@@ -30,7 +35,9 @@ def session_from_args(problem: Problem, args, policy=None) -> Session:
 def model_session_from_args(problem: Problem, args):
     """The ModelSession `kforge model` (and `%%kforge --whole-model`) builds for these options."""
     from ..model import ModelSession
-    return ModelSession(problem, args.target, agents=agents_from_args(args),
+    agents = agents_from_args(args)
+    feasible.check(agents, get_target(args.target))
+    return ModelSession(problem, args.target, agents=agents,
                         budget=budget_from_args(args), options=eval_options(args),
                         parts=args.parts, top=args.top, use=args.use, out=args.out,
                         search=search_from_args(args))

@@ -404,6 +404,6 @@ def in_this_context(fn):
 def refuse_an_unworkable_target(s, notices: list[str]) -> None:
     """Before any iteration: a target the agent cannot write, or whose candidates could be
     neither run nor compiled here, ends the run with the reason (feasible.py)."""
-    why = feasible.refusal(s.generator, s.target, s.executor)
+    why = feasible.refusal(feasible.written_targets(s.generator), s.target, s.executor)
     if why:
-        raise feasible.TargetError(" ".join([why + ".", *notices]))
+        raise feasible.TargetError(" ".join([why, *notices]))
