@@ -4,11 +4,13 @@ not applied, and an edit asking for two known changes applies both. The answer i
 generation's notes and response, which the views show."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from kforge_nb.agents.base import GenerationRequest
 from kforge_nb.agents.builtin import BuiltinGenerator
 from kforge_nb.agents.builtin.candidate import read_header
+from kforge_nb.agents.builtin.sweep import kernel_text
 from kforge_nb.problem import Problem
 
 SOFTMAX = Problem.from_file(Path(__file__).parent.parent / "kforge_nb" / "targets" / "examples"
@@ -27,8 +29,8 @@ def optimise(words: str, previous: str):
 def test_an_unknown_clause_is_said_not_applied_and_the_known_one_applied():
     parent = parent_code()
     made = optimise("unroll the inner loops by 4 and use 512-bit vectors", parent)
-    assert "not applied: unroll the inner loops by 4 (the builtin agent has no knob for it)" \
-        in made.notes
+    assert "not applied: unroll the inner loops by 4 (the builtin agent cannot do this: it writes " \
+        "each kernel one way and turns a few knobs)" in made.notes
     assert "applied: vector_width set to 512" in made.notes
     assert "vector_math" not in made.notes              # not the knob that was already on
     assert "not applied: unroll the inner loops by 4" in made.response
@@ -54,8 +56,7 @@ def test_a_change_that_is_already_so_is_said_so():
 def test_words_with_no_knob_at_all_change_nothing_and_say_so():
     parent = parent_code()
     made = optimise("make it faster please", parent)
-    assert made.notes.endswith(
-        "not applied: make it faster please (the builtin agent has no knob for it)")
+    assert "not applied: make it faster please (the builtin agent cannot do this" in made.notes
     assert read_header(made.code)["options"] == read_header(parent)["options"]
 
 
@@ -77,7 +78,8 @@ def test_a_person_edit_in_review_mode_is_answered_where_they_look(tmp_path):
     wait_for(session, "recommendation")
     session.edit("unroll the inner loops by 4 and use 512-bit vectors")
     session.wait(120)
-    said = "not applied: unroll the inner loops by 4 (the builtin agent has no knob for it)"
+    said = "not applied: unroll the inner loops by 4 (the builtin agent cannot do this: it " \
+        "writes each kernel one way and turns a few knobs)"
     generated = [e for e in session.events if e.kind == "candidate_generated"][-1]
     assert said in generated.data["notes"]
     record = run_record(session)
@@ -87,4 +89,90 @@ def test_a_person_edit_in_review_mode_is_answered_where_they_look(tmp_path):
     out = io.StringIO()
     Progress(out)(generated)
     assert out.getvalue().startswith("[1.0] agent: applied: vector_width set to 512")
-    assert out.getvalue().rstrip().endswith(said)
+    assert said in out.getvalue()
+
+
+# --- "applied" is true of the code; what it cannot do is said whole, with what it can (issue 38)
+
+PROBLEMS = Path(__file__).parent / "problems"
+RELU = Problem.from_file(PROBLEMS / "relu.py")          # one flat loop: no row schedule
+ROW_STATS = Problem.from_string('''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        return (x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=False) + 1e-5)
+
+
+def get_inputs():
+    return [torch.randn(64, 1024)]
+''', "row_stats")
+
+
+def first_and_edited(problem: Problem, words: str):
+    parent = BuiltinGenerator().generate(GenerationRequest(problem, "cpp", "initial")).code
+    made = BuiltinGenerator().generate(GenerationRequest(
+        problem, "cpp", "optimise", iteration=1, previous_code=parent, instruction=words))
+    return parent, made
+
+
+def test_a_knob_the_kernel_has_no_loop_for_is_not_said_applied():
+    """A flat elementwise loop has no row schedule: asking for a dynamic one changes nothing,
+    and the answer says so instead of "applied" (the header does not claim it either)."""
+    parent, made = first_and_edited(RELU, "Use a dynamic OpenMP schedule")
+    assert "applied: schedule" not in made.notes.replace("not applied:", "")
+    assert "not applied: schedule set to dynamic (the builtin agent cannot apply it here: no " \
+        "loop of the kernel it writes for this problem takes that knob" in made.notes
+    assert kernel_text(made.code) == kernel_text(parent)
+    assert read_header(made.code)["options"]["schedule"] == "static"
+
+
+def test_an_applied_knob_changes_the_kernels_code():
+    parent, made = first_and_edited(ROW_STATS, "Use a dynamic OpenMP schedule")
+    assert "applied: schedule set to dynamic" in made.notes
+    assert "schedule(dynamic)" in made.code and "schedule(dynamic)" not in parent
+
+
+def test_words_no_knob_answers_are_said_whole_with_the_words_that_would_change_the_kernel():
+    words = "compute the row mean and variance in one pass (Welford)"
+    parent, made = first_and_edited(ROW_STATS, words)
+    assert f"not applied: {words} (the builtin agent cannot do this" in made.notes
+    assert "not applied: compute the row mean (" not in made.notes        # not cut at "and"
+    offered = re.findall(r'"([^"]+)"', made.notes.split("What it can change in this kernel")[1])
+    assert "use a dynamic schedule" in offered and "accumulate in double" in offered
+    assert kernel_text(made.code) == kernel_text(parent)
+    for phrase in offered:          # each offer, sent back, really changes this kernel
+        _, again = first_and_edited(ROW_STATS, phrase)
+        assert "applied: " in again.notes.replace("not applied:", ""), phrase
+        assert kernel_text(again.code) != kernel_text(parent), phrase
+
+
+def test_every_phrase_offered_is_one_the_agent_reads():
+    from kforge_nb.agents.builtin.actions import SAYABLE, parse_action
+    assert all(parse_action(words)["kind"] != "none" for words in SAYABLE)
+
+
+def test_kforge_run_review_says_an_edit_that_changes_nothing_was_not_applied(tmp_path):
+    """`kforge run --review` as a person uses it: a real CLI process, the edit typed on its
+    standard input. The agent's line says the schedule was not applied before the verdict
+    says the code repeats its parent's."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env.pop("ANTHROPIC_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "kforge_nb.cli", "run", str(PROBLEMS / "relu.py"), "--target",
+         "cpp", "--provider", "builtin", "--review", "--iterations", "2", "--trials", "1",
+         "--no-compile-baseline", "--out", str(tmp_path / "runs")],
+        input="e\nUse a dynamic OpenMP schedule\n", capture_output=True, text=True,
+        timeout=600, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    agent = next(line for line in done.stderr.splitlines() if line.startswith("[1.0] agent:"))
+    assert agent.startswith("[1.0] agent: not applied: schedule set to dynamic (the builtin "
+                            "agent cannot apply it here")
+    verdict = next(line for line in done.stderr.splitlines() if line.startswith("[1.0] correct"))
+    assert "same as 0.0: not judged again" in verdict
+    assert done.stderr.index(agent) < done.stderr.index(verdict)

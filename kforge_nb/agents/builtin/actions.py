@@ -7,7 +7,8 @@ words in review mode, a recommendation recorded as text, a caller that sets no a
 text is read once, when the request comes in (`asked`): a JSON object after `action:` (as
 BuiltinAnalyst writes it), else the words clause by clause (`read_words`), each clause a few
 plain-word forms or nothing the agent has a knob for. Everything after works on the data, and
-says what it did with each clause (`apply_all`): applied, already so, or not applied.
+says what it did with each clause (`apply_all`): applied (the written code changed), already
+so, or not applied, with what it can change in this kernel (`SAYABLE` phrases that do).
 """
 from __future__ import annotations
 
@@ -56,12 +57,21 @@ def parse_action(instruction: str | None) -> dict:
 
 # where a person's words part into requests: "unroll by 4 and use 512-bit vectors"
 CLAUSE_BREAK = re.compile(r"[;,\n]+|\.(?:\s+|$)|\b(?:and then|then|and|also|plus)\b", re.I)
-NO_KNOB = "the builtin agent has no knob for it"
+NO_KNOB = "the builtin agent cannot do this: it writes each kernel one way and turns a few knobs"
+SAME_CODE = ("the builtin agent cannot apply it here: no loop of the kernel it writes for this "
+             "problem takes that knob, so the code would come out the same")
+# words a person can type that parse_action reads, one per knob change it can make: those
+# that change the kernel at hand are offered where a request could not be done
+SAYABLE = ("use a dynamic schedule", "run the whole call on one thread", "accumulate in double",
+           "use 512-bit vectors", "use vectorised maths", "lane block 1024", "lane block 64",
+           "block size 4096", "block size 256", "num_warps 8", "num_warps 2", "num_stages 3",
+           "autotune the block size")
 
 
 def read_words(text: str) -> tuple[list[dict], list[str]]:
     """A person's words, clause by clause: the actions of the clauses a knob answers (in
-    order, each once), and the clauses none does (as written)."""
+    order, each once), and the clauses none does (as written). Words no knob answers at all
+    are one request, kept whole ("the row mean and variance in one pass" is not two)."""
     if re.search(r"action:\s*\{", text or ""):      # the analyst's own action, kept as data
         return [parse_action(text)], []
     actions, unknown = [], []
@@ -74,6 +84,8 @@ def read_words(text: str) -> tuple[list[dict], list[str]]:
             unknown.append(clause)
         elif action not in actions:
             actions.append(action)
+    if not actions and unknown:
+        unknown = [" ".join((text or "").split()).strip(" .:-")]
     return actions, unknown
 
 
@@ -106,10 +118,12 @@ def asked(request) -> Asked:
                  tuple(unknown))
 
 
-def apply_all(options, ask: Asked, conservative) -> tuple[object, list[str]]:
+def apply_all(options, ask: Asked, conservative, runs=None) -> tuple[object, list[str]]:
     """Each asked change applied in turn; what was done with each, one phrase apiece:
-    "applied: ...", "already so: ..." (the knob had the value asked for), and
-    "not applied: <clause> (the builtin agent has no knob for it)"."""
+    "applied: ...", "already so: ..." (the knob had the value asked for), and "not applied:
+    ..." (no knob for the words, or, where `runs(options)` tells what the written kernel runs,
+    a knob that leaves it as it was: a claim of "applied" is true of the code). Where
+    something was not done, the last such phrase says what can be (`offer`)."""
     said = []
     for action in ask.actions:
         if action.get("kind") == "none" and (ask.unknown or ask.more):
@@ -121,11 +135,50 @@ def apply_all(options, ask: Asked, conservative) -> tuple[object, list[str]]:
             said.append(f"not applied: {sentence}")
         elif changed == options:
             said.append("already so: " + sentence.replace(" set to ", " is ", 1))
+        elif same_code(runs, options, changed):
+            said.append(f"not applied: {sentence} ({SAME_CODE})")
+            continue                       # the header must not claim a knob that did nothing
         else:
             said.append(f"applied: {sentence}{caveat(action)}")
         options = changed
     said += [f"not applied: {clause} ({NO_KNOB})" for clause in ask.unknown]
-    return options, said
+    return options, with_offer(said, offer(options, conservative, runs))
+
+
+def same_code(runs, before, after) -> bool:
+    """Whether the kernel written with `after` runs exactly what `before`'s does (never where
+    nothing can be written: then there is no code to tell)."""
+    if runs is None:
+        return False
+    written = runs(before)
+    return written is not None and runs(after) == written
+
+
+def offer(options, conservative, runs) -> list[str]:
+    """The SAYABLE phrases that would change the kernel written with `options`."""
+    if runs is None:
+        return []
+    found = []
+    for words in SAYABLE:
+        changed, sentence = apply_action(options, parse_action(words), conservative)
+        if changed != options and "does not apply" not in sentence and \
+                not same_code(runs, options, changed):
+            found.append(words)
+    return found
+
+
+def with_offer(said: list[str], offers: list[str]) -> list[str]:
+    """`said`, its last "not applied" phrase followed by what the agent can change instead
+    (one phrase still: a view splits the answer at "; ")."""
+    last = max((i for i, p in enumerate(said) if p.startswith("not applied:")), default=None)
+    if last is None:
+        return said
+    can = (", ".join(f'"{words}"' for words in offers) if offers else
+           "nothing: it has no other knob that changes this kernel (a model, --provider "
+           "anthropic or openai, reads any words)")
+    said = list(said)
+    said[last] += f". What it can change in this kernel, in words it reads: {can}"
+    return said
 
 
 def caveat(action: dict) -> str:

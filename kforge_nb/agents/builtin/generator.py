@@ -2,7 +2,8 @@
 
 Every candidate it writes starts with a `# kforge-builtin: {...}` line recording the target and
 the knobs it was written with. An "optimise" request starts from the previous candidate's knobs
-and applies the request's action (actions.py: data on the request, or read once off its text);
+and applies the request's action (actions.py: data on the request, or read once off its text),
+said "applied" only where the kernel written with it changes;
 "fix" writes the most conservative version (libm maths, double accumulators); "initial" uses
 the defaults. Extra samples of a round sweep the knobs (sweep.py). The target is looked up in
 the table of targets.py.
@@ -32,19 +33,22 @@ class BuiltinGenerator:
                               f"{' and '.join(TARGETS)} kernels, not {request.target}")
         ask = asked(request)                # the request's words read here, once
         options = self.start(request, target)
+        lowered = self.lower(request)
+
+        def runs(o):                        # what the kernel written with knobs `o` runs
+            return what_runs(self.write(request, lowered, o))
         applied, instructed = "", frozenset()   # the knobs the instruction set: the sweep keeps them
         if request.kind == "optimise":
             before = options
-            options, said = apply_all(options, ask, target.conservative)
+            options, said = apply_all(options, ask, target.conservative, runs)
             applied = "; ".join(said)      # each clause of a person's words answered
             instructed = frozenset(f.name for f in dataclasses.fields(options)
                                    if getattr(options, f.name) != getattr(before, f.name))
         elif request.kind == "fix":
             options, applied = target.conservative(), FIX
-        varied, lowered = "", self.lower(request)
+        varied = ""
         if request.variant and not ask.own_change:
-            options, varied = vary(target, options, request.variant,
-                                   lambda o: what_runs(self.write(request, lowered, o)), instructed)
+            options, varied = vary(target, options, request.variant, runs, instructed)
             applied = "; ".join(filter(None, [applied, varied]))
         built = self.write(request, lowered, options)
         if built.code is None:
