@@ -301,6 +301,7 @@ class Session:
             result = Result.from_dict(earlier.result.to_dict())
             attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                               decision, parent, applied=applied, same_as=earlier.id)
+            self.journal.save_repeat(iteration, sample, code, earlier)
             self._record(attempt)
             return attempt
         try:

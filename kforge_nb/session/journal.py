@@ -73,6 +73,17 @@ class Journal:
             "knowledge": generation.knowledge, "variation": generation.variation,
             "temperature": generation.temperature})
 
+    def save_repeat(self, iteration: int, sample: int, code: str, earlier) -> None:
+        """A candidate whose code repeats `earlier`'s (not judged again): its code beside its
+        prompt, as every candidate's folder has it, and whose verdict it took."""
+        folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
+        artifacts.write_text(folder / "candidate.py", code)
+        artifacts.write_json(folder / "same_as.json", {
+            "same_as": earlier.id, "state": earlier.result.state,
+            "why": f"its code repeats {earlier.id}'s (comments and blank lines aside): not "
+                   f"judged again, it takes that verdict",
+            "verdict": f"iter-{earlier.iteration:02d}/sample-{earlier.sample}/result.json"})
+
     def save_recommendation(self, iteration: int, slot: int, parent: str,
                             recommendation: Recommendation, summary: dict) -> None:
         """The analyst's answer beside what it was shown (the profile summary, the pictures)."""
