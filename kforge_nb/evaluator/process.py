@@ -3,7 +3,8 @@
 Workers come from a fork server (zygote.py) that pre-imports torch once, so a new worker
 costs a fork. Each worker leads its own process group; killing it also kills any compiler it
 started. A worker that dies (signal, exit) or overruns its limits becomes a `WorkerFailure`
-whose message says which.
+whose message says which. A sandboxed worker's memory also counts its own tmpfs, and its
+folders on disk have caps of their own (sandbox_usage.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 
+from . import sandbox_usage
 from .wire import Channel, ProtocolError, recv, send
 
 
@@ -108,7 +110,8 @@ def zygote() -> Zygote:
 
 class WorkerFailure(Exception):
     def __init__(self, kind: str, message: str, log_tail: str = ""):
-        self.kind = kind            # "crash", "timeout", "out_of_memory", "exit", "protocol"
+        # "crash", "timeout", "out_of_memory", "out_of_space", "exit", "protocol"
+        self.kind = kind
         self.log_tail = log_tail    # the end of the worker's log: what it said last
         super().__init__(message)
 
@@ -139,23 +142,26 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+HELD = ("RssAnon", "RssShmem", "VmSwap")       # in /proc/PID/status: what counts against the cap
+STATUS_KIB = (*HELD, "VmHWM")
+
+
 def memory(pid: int) -> tuple[int, int]:
-    """(resident anonymous memory of a process tree, what its cap is checked against; the
-    largest VmHWM in it, libraries included, so a peak between two samples is not missed).
-    A sandbox's outer processes share the worker's pages: the peak is a maximum, not a sum."""
-    anonymous = peak = 0
-    page = os.sysconf("SC_PAGE_SIZE")
+    """(the memory a process tree holds, what its cap is checked against: resident anonymous
+    pages, resident shared ones (a MAP_SHARED mapping, a tmpfs file mapped) and swap, summed
+    over its processes; the largest VmHWM in it, libraries included, so a peak between two
+    samples is not missed). A sandbox's outer processes share the worker's pages: the peak is
+    a maximum, not a sum."""
+    held = peak = 0
     for p in descendants(pid):
         try:
-            with open(f"/proc/{p}/statm") as f:
-                fields = f.read().split()
-            anonymous += (int(fields[1]) - int(fields[2])) * page
             with open(f"/proc/{p}/status") as f:
-                peak = max(peak, next((int(line.split()[1]) * 1024 for line in f
-                                       if line.startswith("VmHWM:")), 0))
-        except (OSError, IndexError):
+                kib = {k: v for k, v in (line.split(":", 1) for line in f) if k in STATUS_KIB}
+            held += sum(int(kib.get(k, "0 kB").split()[0]) << 10 for k in HELD)
+            peak = max(peak, int(kib.get("VmHWM", "0 kB").split()[0]) << 10)
+        except (OSError, ValueError):
             pass
-    return anonymous, peak
+    return held, peak
 
 
 class LogSink:
@@ -222,15 +228,26 @@ class Worker:
         self.deadline = time.monotonic() + timeout_s
         self.timeout_s, self.memory_bytes = timeout_s, memory_bytes
         self.peak_rss = 0
+        self.sandbox = job.get("sandbox") or {}
+        self.disk = sandbox_usage.DiskCaps(self.sandbox, self.pid)
+
+    def held(self) -> int:
+        """The memory it holds against its cap: its processes', and its own tmpfs'."""
+        held, peak = memory(self.pid)
+        self.peak_rss = max(self.peak_rss, peak)
+        if self.sandbox.get("enabled"):
+            held += sandbox_usage.in_own_tmpfs(self.pid)
+        return held
 
     def send(self, message) -> None:
         self.conn.send(message)
 
     def recv(self) -> dict:
         eof = False
+        first = True          # every reply waits for a look at its folders on disk too
         while True:
-            rss, peak = memory(self.pid)
-            self.peak_rss = max(self.peak_rss, peak)
+            self.within_caps(first)
+            first = False
             if not eof and self.conn.poll(0.05):
                 try:
                     return self.frame()
@@ -245,15 +262,25 @@ class Worker:
                                     "before reporting", self.log.text_tail())
             if eof:
                 time.sleep(0.02)
-            if rss > self.memory_bytes:
-                self.kill()
-                raise WorkerFailure("out_of_memory", f"the worker used {rss / 2**30:.2f} GiB of "
-                                    f"memory, over the {self.memory_bytes / 2**30:.2f} GiB limit",
-                                    self.log.text_tail())
             if time.monotonic() > self.deadline:
                 self.kill()
                 raise WorkerFailure("timeout", f"no answer within {self.timeout_s:g} s "
                                     "(an infinite loop or a hang?)", self.log.text_tail())
+
+    def within_caps(self, walk: bool) -> None:
+        """Its memory and its folders on disk under their caps, else it is killed and the
+        failure says which (`walk`: its folders looked at now, not only when due)."""
+        held = self.held()
+        if held > self.memory_bytes:
+            self.kill()
+            raise WorkerFailure("out_of_memory", f"the worker used {held / 2**30:.2f} GiB of "
+                                f"memory, over the {self.memory_bytes / 2**30:.2f} GiB limit "
+                                "(its processes, shared mappings included, and its own tmpfs)",
+                                self.log.text_tail())
+        full = self.disk.over(now=walk)
+        if full:
+            self.kill()
+            raise WorkerFailure("out_of_space", f"the worker {full}", self.log.text_tail())
 
     def frame(self) -> dict:
         """The frame that has begun to arrive: whole within the deadline, a JSON object."""
@@ -298,8 +325,10 @@ class Worker:
         self.wait(5)
 
     def close(self) -> None:
+        """Stopped (killed after 5 s), what its sandbox held kept or removed (sandbox_usage)."""
         try:
             if self.alive():
+                sandbox_usage.keep_home(self.sandbox, self.pid)
                 self.conn.send(("stop",))
                 self.wait(5)
         except (BrokenPipeError, OSError):
@@ -308,6 +337,7 @@ class Worker:
             self.kill()
         self.conn.close()
         self.log.close()
+        sandbox_usage.tidy(self.sandbox, self.pid)
 
 
 def default_memory_limit() -> int:

@@ -13,11 +13,19 @@ Model-written code is untrusted code. Before the candidate is imported, its work
 * filesystem: gets a mount namespace whose root is a new, read-only tmpfs holding only the
   interpreter and its packages (the kforge_nb package, never the project folder around it),
   the system folders (/usr, /lib*, /bin, /sbin, /etc, /opt), /sys read-only, the device nodes
-  a kernel needs, a /proc of its own PID namespace; writable: its run folder and a cache of its
-  own, keyed by the candidate's text (only the same text ever reads what that text wrote). The
-  host's root is detached (pivot_root), so a Unix socket, another run's folder, a `.env`, the
-  shared cache (reference baselines, locks) or $HOME are not there to reach;
-* tmp: /tmp and /dev/shm are fresh tmpfs, size-capped, that vanish with the worker;
+  a kernel needs, a /proc of its own PID namespace; writable: the run folder's exchange/ (for
+  outputs too large for memory) and a cache of its own, keyed by the candidate's text (only
+  the same text ever reads what that text wrote), both on disk and capped. The host's root is
+  detached (pivot_root), so a Unix socket, another run's folder, a `.env`, the shared cache
+  (reference baselines, locks) or $HOME are not there to reach;
+* tmp: /tmp, /dev/shm, its HOME and the memory exchange its outputs cross in are tmpfs of its
+  own, each size-capped, that vanish with the worker (the judge reads the exchange through
+  /proc/PID/root, by a link in the host's /dev/shm that only names it). What the HOME held is
+  kept beside the run's artifacts, a few small regular files, copied by your process;
+* memory: one cap counts everything it holds: its processes' resident pages, shared mappings
+  included, and swap, plus what it wrote into its own tmpfs; memory that no process maps and
+  no such tmpfs holds cannot be made (memfd_create, SysV shared memory and message queues
+  answer ENOSYS);
 * privileges: as root it becomes uid/gid 65534 with no groups and no capabilities; as an
   unprivileged user (in a user namespace) it drops every capability and empties the bounding
   set; then no_new_privs, so no setuid binary gives any back;
@@ -25,15 +33,17 @@ Model-written code is untrusted code. Before the candidate is imported, its work
   chroot, setns, unshare, clone with namespace flags, ptrace, process_vm_*, bpf, keyrings,
   modules, kexec, reboot, swap, perf_event_open, userfaultfd, io_uring, open_by_handle_at;
   clone3 answers ENOSYS (its flags live in memory a filter cannot read) and libc falls back to
-  clone. perf_event_open is refused too: Nsight Compute does not need it, `perf` would.
+  clone, as do the makers of unseen memory above. perf_event_open is refused too: Nsight
+  Compute does not need it, `perf` would.
 
 Each layer is tried separately and reported: what the host allowed and what it did not; a layer
 that cannot be set up is reported, never fatal. On macOS only the environment is scrubbed.
 `--no-sandbox` turns all of it off, loudly.
 
 This module is the parent's side: the plan (decided here, carried out in the child), the
-environment's allow-list, the caches and exchange folders, the one-line summary. The child's
-side: sandbox_child.py (the steps), sandbox_root.py (the file system), sandbox_privileges.py
+environment's allow-list, the caches and exchange folders, the one-line summary. The caps as
+your process checks them, and what outlives the worker: sandbox_usage.py. The child's side:
+sandbox_child.py (the steps), sandbox_root.py (the file system), sandbox_privileges.py
 (privileges and seccomp), sandbox_libc.py (the system calls).
 """
 from __future__ import annotations
@@ -45,6 +55,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from . import safe_open
+
 CREDENTIAL = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 ALLOWED_NAMES = {"PATH", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL",
                  "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH",
@@ -55,8 +67,10 @@ ALLOWED_PREFIXES = ("LC_", "CUDA", "NVIDIA_", "NCCL_", "ROCM", "HIP_", "HSA_", "
                     "TORCH", "PYTORCH_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "GOMP_",
                     "KFORGE_", "XLA_", "MPS", "METAL_")
 
-TMP_CAP = 1 << 30                    # /tmp and /dev/shm: each at most this, or memory / 4
-LAYERS = ("env", "network", "filesystem", "processes", "privileges", "syscalls", "tmp")
+TMP_CAP = 1 << 30                    # /tmp, /dev/shm, HOME: each at most this, or memory / 4
+CACHE_CAP = 1 << 30                  # a candidate text's kernel cache on disk (more: removed)
+TMPFS_TAG = "kforge-sandbox"         # the source name of the tmpfs mounts that are the worker's own
+LAYERS = ("env", "network", "filesystem", "processes", "privileges", "syscalls", "tmp", "memory")
 
 
 def is_credential(name: str) -> bool:
@@ -99,15 +113,41 @@ def source_cache(folder: Path, source: str) -> Path:
 
 
 def memory_exchange(folder: Path) -> Path | None:
-    """A folder in memory (/dev/shm) where the candidate's outputs can cross to the judge
-    without going to disk and back (a 2 GiB output: 1.8 s to write there, 4.5 s to the run
-    folder's exchange/ on this machine's disk), where the machine has one. One per run
-    folder; the evaluation uses it where the outputs fit in memory, and removes it at the end."""
+    """Where the candidate's outputs cross to the judge in memory (/dev/shm), not to disk and
+    back (a 2 GiB output: 1.8 s to write there, 4.5 s to the run folder's exchange/ on this
+    machine's disk), where the machine has one. One name per run folder; the evaluation uses
+    it where the outputs fit in memory. Sandboxed, the candidate writes into a tmpfs of its
+    own mounted there in its namespace, and the name on the host is a link into it
+    (`exchange_link`); unsandboxed, it is a folder of the host's, removed at the end."""
     shm = Path("/dev/shm")
     if sys.platform.startswith("linux") and shm.is_dir() and os.access(shm, os.W_OK):
         name = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
         return shm / f"kforge-exchange-{name}"
     return None
+
+
+def exchange_link(pid: int, place: str | Path) -> str:
+    """What the host's name of a memory exchange points to while the sandboxed worker `pid`
+    (the process your process started) holds it: the tmpfs at the same path in its root."""
+    return f"/proc/{pid}/root{place}"
+
+
+def linked_pid(place: Path) -> int | None:
+    """The worker whose exchange the link `place` names (None: not such a link)."""
+    match = re.fullmatch(r"/proc/(\d+)/root/.*", os.readlink(place))
+    return int(match.group(1)) if match else None
+
+
+def exchange_owner(place: Path) -> int | None:
+    """The process an exchange belongs to: the worker a link names, or the process in a
+    folder's `.owner`, read as a file a candidate may have replaced (a FIFO, a link, a sparse
+    terabyte) is read: without waiting, following or reading more than a pid. None: unknown."""
+    try:
+        if place.is_symlink():
+            return linked_pid(place)
+        return int(safe_open.read_regular(place / ".owner", 32))
+    except (OSError, ValueError):
+        return None
 
 
 def make_memory_exchange(folder: Path) -> Path | None:
@@ -118,16 +158,26 @@ def make_memory_exchange(folder: Path) -> Path | None:
     if place is None:
         return None
     for stale in place.parent.glob("kforge-exchange-*"):
+        owner = exchange_owner(stale)
+        if owner is None:
+            continue                 # another user's, one being made, or unreadable: not ours
         try:
-            owner = int((stale / ".owner").read_text())
             os.kill(owner, 0)
         except ProcessLookupError:
-            shutil.rmtree(stale, ignore_errors=True)
-        except (OSError, ValueError):
-            pass                     # another user's, or one being made: not ours to judge
+            remove_exchange(stale)
+        except OSError:
+            pass
     place.mkdir(mode=0o700, exist_ok=True)
     (place / ".owner").write_text(str(os.getpid()))
     return place
+
+
+def remove_exchange(place: Path) -> None:
+    """A memory exchange gone: the link, or the folder and what is in it."""
+    if place.is_symlink():
+        place.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(place, ignore_errors=True)
 
 
 def exchanges(folder: Path) -> list[Path]:
@@ -154,14 +204,28 @@ def plan(folder: Path, enabled: bool, source: str = "", memory_bytes: int | None
     caches = {"KFORGE_CACHE": str(cache), "TRITON_CACHE_DIR": str(cache / "triton"),
               "CUDA_CACHE_PATH": str(cache / "nv"),
               "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions")}
-    tmp_bytes = TMP_CAP if not memory_bytes else max(64 << 20, min(TMP_CAP, memory_bytes // 4))
-    # writable: its HOME, the exchange folder its outputs go to, its cache; the run folder
-    # itself only readable (weights.pt): your process writes result.json and the logs there,
-    # and a link the candidate planted beside them would be followed
+    memory = memory_bytes or TMP_CAP            # its memory cap (the worker's)
+    tmp_bytes = max(64 << 20, min(TMP_CAP, memory // 4))
+    in_memory = memory_exchange(folder)
+    # tmpfs of its own (bytes each): its HOME, and the exchange its outputs cross in memory
+    private = {str(home): tmp_bytes, **({str(in_memory): memory} if in_memory else {})}
+    # on disk, capped (your process walks them): its cache, the exchange for outputs too large
+    # for memory (at most what it holds), and HOME or the memory exchange where no tmpfs of its
+    # own could be mounted
+    disk = [["its kernel cache", str(cache), CACHE_CAP],
+            ["the exchange for large outputs", str(folder / "exchange"), memory],
+            ["its HOME", str(home), tmp_bytes]] + \
+        ([["the memory exchange", str(in_memory), memory]] if in_memory else [])
+    # writable: its HOME, the exchange folders its outputs go to, its cache (HOME and the memory
+    # exchange as tmpfs of its own, where they can be mounted); the run folder itself only
+    # readable (weights.pt): your process writes result.json and the logs there, and a link
+    # the candidate planted beside them would be followed
     return {"enabled": True, "home": str(home), "folder": str(folder), "cache": str(cache),
             "caches": caches, "readable": [str(folder), *map(str, data_files)],
             "writable": [str(home), *map(str, exchanges(folder)), str(cache)],
             "exchanges": [str(p) for p in exchanges(folder)],
+            "memory_exchange": str(in_memory) if in_memory else None,
+            "private": private, "disk_caps": disk, "memory_bytes": memory,
             "tmp_bytes": tmp_bytes}
 
 

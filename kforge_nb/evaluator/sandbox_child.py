@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from .sandbox import TMP_CAP, candidate_env, is_credential
-from .sandbox_libc import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, sys_unshare
-from .sandbox_privileges import drop_privileges, filter_syscalls
+from .sandbox_libc import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
+                           sys_prctl, sys_unshare)
+from .sandbox_privileges import PR_SET_DUMPABLE, drop_privileges, filter_syscalls
 from .sandbox_root import new_root, read_only_outside
 
 
@@ -18,11 +19,14 @@ def enter_namespaces(spec: dict) -> dict:
     """Step 1, in the worker's first process: new namespaces. The caller forks next, and the
     child (PID 1 of the new PID namespace) calls `finish`. Returns the report so far."""
     report = {"enabled": spec.get("enabled", False)}
+    # the process your process knows (and the judge reads the memory exchange through)
+    spec["outer_pid"] = os.getpid()
     if not report["enabled"]:
         off = "the sandbox is off (--no-sandbox)"
         for key in ("env", "network", "filesystem", "processes", "tmp"):
             report[key] = f"not isolated: {off}"
-        report.update(privileges=f"not dropped: {off}", syscalls=f"not filtered: {off}")
+        report.update(privileges=f"not dropped: {off}", syscalls=f"not filtered: {off}",
+                      memory=f"partly capped: its processes' memory only ({off})")
         return report
     if not sys.platform.startswith("linux"):
         report.update(network=f"not isolated: no network namespaces on {sys.platform}",
@@ -30,7 +34,8 @@ def enter_namespaces(spec: dict) -> dict:
                       processes=f"not isolated: no PID namespaces on {sys.platform}",
                       tmp=f"not isolated: the shared temporary folders of {sys.platform}",
                       privileges=f"not dropped: no capabilities to drop on {sys.platform}",
-                      syscalls=f"not filtered: no seccomp on {sys.platform}")
+                      syscalls=f"not filtered: no seccomp on {sys.platform}",
+                      memory=f"not capped: no /proc to read on {sys.platform}")
         return report
     uid, gid = os.geteuid(), os.getegid()
     user_ns = False
@@ -40,6 +45,9 @@ def enter_namespaces(spec: dict) -> dict:
             Path("/proc/self/setgroups").write_text("deny")
             Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
             Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+            # new credentials made it undumpable: your process (the same user, outside) could
+            # no longer read its /proc/PID/root, where the memory exchange and its tmpfs lie
+            sys_prctl(PR_SET_DUMPABLE, 1)
             user_ns = True
             report["user_namespace"] = f"created (uid {uid} maps to itself)"
         except OSError as err:
@@ -55,6 +63,11 @@ def enter_namespaces(spec: dict) -> dict:
         except OSError as err:
             hint = "" if user_ns or uid == 0 else " (unprivileged; no user namespace either)"
             report[key] = f"not isolated: {err.strerror}{hint}"
+    try:     # SysV IPC of its own: nothing it made there outlives it
+        sys_unshare(CLONE_NEWIPC)
+        spec["ipc"] = True
+    except OSError:
+        pass
     return report
 
 
@@ -78,9 +91,9 @@ def finish(spec: dict, report: dict) -> dict:
         new_proc = report.get("processes", "").startswith("isolated")
         try:
             report["filesystem"], tmp = new_root(spec, new_proc)
-            report["tmp"] = (f"private: /tmp and /dev/shm are fresh tmpfs of "
-                             f"{spec.get('tmp_bytes', TMP_CAP) / 2**30:.2g} GiB each, gone with "
-                             "the worker")
+            report["tmp"] = (f"private: /tmp, /dev/shm and its HOME are fresh tmpfs of "
+                             f"{spec.get('tmp_bytes', TMP_CAP) / 2**30:.2g} GiB each, the "
+                             "memory exchange one of its own, gone with the worker")
         except (OSError, ValueError) as err:   # the host's root stays: read-only instead
             why = getattr(err, "strerror", None) or err
             report["filesystem"] = read_only_outside(writable + [str(home)], new_proc)
@@ -93,6 +106,7 @@ def finish(spec: dict, report: dict) -> dict:
             [str(home), *outputs, spec.get("cache", "")],
             report.get("user_namespace", "").startswith("created"))
         report["syscalls"] = filter_syscalls()
+    report["memory"] = memory_line(spec, report)
     env = candidate_env(dict(os.environ), home, spec["caches"], tmp)
     removed = sorted(k for k in os.environ if k not in env)
     credentials = [k for k in removed if is_credential(k)]
@@ -105,3 +119,17 @@ def finish(spec: dict, report: dict) -> dict:
                         else "") + f"; HOME in {home}, TMPDIR {env['TMPDIR']}")
     os.chdir(home)
     return report
+
+
+def memory_line(spec: dict, report: dict) -> str:
+    """What the memory cap (your process checks it) counts here, and what no cap could see."""
+    counted = "its processes' resident memory, shared mappings included, and swap"
+    own = str(report.get("tmp", "")).startswith("private")
+    unseen = str(report.get("syscalls", "")).startswith("filtered")
+    counted += (", and what it wrote into its own tmpfs (/tmp, /dev/shm, HOME, the memory "
+                "exchange)" if own else "; not what it writes in the host's /tmp and /dev/shm")
+    counted += ("; memfd_create, SysV shared memory and message queues unavailable" if unseen
+                else "; memory made by memfd_create or SysV calls is not counted")
+    counted += "; SysV IPC of its own" if spec.get("ipc") else ""
+    capped = "capped" if own and unseen else "partly capped"
+    return f"{capped} at {spec.get('memory_bytes', 0) / 2**30:.3g} GiB: {counted}"

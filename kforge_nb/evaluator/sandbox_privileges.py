@@ -1,6 +1,7 @@
 """The candidate worker's privileges and system calls: root becomes nobody (65534), anyone else
 drops every capability and empties the bounding set, then no_new_privs; a seccomp filter refuses
-the calls that would undo the sandbox (mount, namespaces, ptrace, bpf, ...)."""
+the calls that would undo the sandbox (mount, namespaces, ptrace, bpf, ...) and answers ENOSYS
+to those that make memory no cap can see."""
 from __future__ import annotations
 
 import ctypes
@@ -118,7 +119,15 @@ REFUSED = {   # name: (x86_64, aarch64)
     "mount_setattr": (442, 442), "pidfd_getfd": (438, 438), "io_uring_setup": (425, 425),
     "io_uring_enter": (426, 426), "io_uring_register": (427, 427), "quotactl": (179, 60),
 }
-CLONE, CLONE3 = {"x86_64": 56, "aarch64": 220}, 435
+# Calls that answer ENOSYS, as where the kernel lacks them, so that libraries take their
+# fallbacks: clone3 (its flags live in memory a filter cannot read; libc falls back to clone),
+# and the makers of memory held by no process's mappings and no file system of the sandbox's
+# own (a memfd written and never mapped, a SysV segment detached, a message queue's kernel
+# buffers): no cap would count them. Their fallbacks (shm_open in /dev/shm) land in a tmpfs of
+# its own, which is counted.
+UNAVAILABLE = {"clone3": (435, 435), "memfd_create": (319, 279), "memfd_secret": (447, 447),
+               "shmget": (29, 194), "msgget": (68, 186)}
+CLONE = {"x86_64": 56, "aarch64": 220}
 NAMESPACE_FLAGS = (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER
                    | CLONE_NEWPID | CLONE_NEWNET)
 EPERM, ENOSYS = 1, 38
@@ -137,7 +146,7 @@ class _SockFprog(ctypes.Structure):
 
 def seccomp_program(arch: str) -> list[tuple[int, int, int, int]]:
     """The BPF program: (code, jt, jf, k). Wrong architecture, x32 numbers and the refused
-    calls get EPERM; clone with a namespace flag EPERM; clone3 ENOSYS."""
+    calls get EPERM; clone with a namespace flag EPERM; the unavailable calls ENOSYS."""
     column = 0 if arch == "x86_64" else 1
     code: list[tuple] = [(LD_ABS_W, 0, 0, 4),                        # arch
                          (JEQ, 0, "deny", AUDIT_ARCH[arch]),
@@ -145,7 +154,8 @@ def seccomp_program(arch: str) -> list[tuple[int, int, int, int]]:
     if arch == "x86_64":
         code.append((JGE, "deny", 0, 0x40000000))                    # the x32 ABI
     code += [(JEQ, "deny", 0, numbers[column]) for numbers in REFUSED.values()]
-    code += [(JEQ, "enosys", 0, CLONE3), (JEQ, "clone", 0, CLONE[arch]), (RET, 0, 0, RET_ALLOW)]
+    code += [(JEQ, "enosys", 0, numbers[column]) for numbers in UNAVAILABLE.values()]
+    code += [(JEQ, "clone", 0, CLONE[arch]), (RET, 0, 0, RET_ALLOW)]
     labels = {"clone": len(code)}
     code += [(LD_ABS_W, 0, 0, 16),                                   # args[0], low 32 bits
              (JSET, "deny", 0, NAMESPACE_FLAGS), (RET, 0, 0, RET_ALLOW)]
@@ -177,4 +187,4 @@ def filter_syscalls() -> str:
         return f"not filtered: seccomp refused ({err.strerror or err})"
     names = list(REFUSED)
     return (f"filtered: {len(names) + 1} calls refused ({', '.join(names[:8])}, ..., and clone "
-            "with namespace flags); clone3 answers ENOSYS")
+            f"with namespace flags); {', '.join(UNAVAILABLE)} answer ENOSYS")

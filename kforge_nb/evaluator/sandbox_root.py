@@ -1,8 +1,9 @@
 """The candidate worker's file system, set up in its mount namespace: a new root on a tmpfs
 holding only the interpreter, its packages, the system folders, the device nodes a kernel
-needs, its own /proc, /tmp and /dev/shm; writable only its own folders; the host's root
-detached (pivot_root). Where no new root can be built, the fallback: every mount read-only but
-its folders (the whole file system still visible, and said so)."""
+needs, its own /proc; tmpfs of its own for /tmp, /dev/shm, HOME and the memory exchange;
+writable only those and its folders; the host's root detached (pivot_root). Where no new root
+can be built, the fallback: every mount read-only but its folders (the whole file system
+still visible, and said so)."""
 from __future__ import annotations
 
 import ctypes
@@ -10,10 +11,12 @@ import glob
 import os
 import platform
 import re
+import shutil
+import stat
 import sys
 from pathlib import Path
 
-from .sandbox import TMP_CAP
+from .sandbox import TMP_CAP, TMPFS_TAG, exchange_link
 from .sandbox_libc import (MNT_DETACH, MS_BIND, MS_NOATIME, MS_NODEV, MS_NODIRATIME, MS_NOEXEC,
                            MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_RELATIME, MS_REMOUNT,
                            libc, sys_mount)
@@ -31,6 +34,9 @@ GPU_DEVICES = ("nvidia*", "nvidia-caps", "dri", "kfd")
 STAGING = ("/dev/shm", "/mnt", "/media", "/srv", "/tmp", "/run")
 PROJECT_MARKERS = (".git", ".env", "pyproject.toml", "setup.py", "setup.cfg")
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+# files and folders a tmpfs of its own may hold (each costs the kernel memory no size counts)
+INODES = {"/tmp": 65536, "/dev/shm": 65536}
+OWN_INODES = 16384
 
 
 def _under(path: str, folder: str) -> bool:
@@ -113,7 +119,9 @@ def new_root(spec: dict, new_proc: bool) -> tuple[str, str]:
     filesystem report and the private TMPDIR; raises OSError before the pivot if it cannot."""
     if platform.machine() not in PIVOT_ROOT:
         raise OSError(0, f"no pivot_root number for {platform.machine()}")
-    writable = [os.path.realpath(p) for p in spec["writable"]]
+    private = {os.path.abspath(p): int(size) for p, size in (spec.get("private") or {}).items()}
+    writable = [os.path.realpath(p) for p in spec["writable"]
+                if os.path.abspath(p) not in private]
     tmp_bytes = int(spec.get("tmp_bytes") or TMP_CAP)
     visible = visible_paths()
     readable = [os.path.realpath(p) for p in spec.get("readable", []) if os.path.exists(p)]
@@ -123,19 +131,62 @@ def new_root(spec: dict, new_proc: bool) -> tuple[str, str]:
     # tmpfs that replace them, with the candidate's own folders
     late = [b for b in binds if private_under(b)]
     binds = [b for b in binds if not private_under(b)]
-    root = staging_point(binds + late + readable + writable)
-    sys_mount(None, "/", None, MS_REC | MS_PRIVATE)
-    sys_mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
-    for source in binds:
-        _mount_point(root + source, source)
-        sys_mount(source, root + source, None, MS_BIND | MS_REC)
-    for path in visible:
-        if not private_under(os.path.realpath(path)):
-            _symlinks(root, path)
-    new_proc = _system_views(root, tmp_bytes, new_proc)
-    _own_folders(root, late, readable, writable, visible)
-    problem = _pivot(root)
-    return _lock_read_only(writable, new_proc, problem)
+    root = staging_point(binds + late + readable + writable + list(private))
+    link = _ExchangeLink(spec)           # the host's /dev/shm, held until the pivot is done
+    try:
+        sys_mount(None, "/", None, MS_REC | MS_PRIVATE)
+        sys_mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m")
+        for source in binds:
+            _mount_point(root + source, source)
+            sys_mount(source, root + source, None, MS_BIND | MS_REC)
+        for path in visible:
+            if not private_under(os.path.realpath(path)):
+                _symlinks(root, path)
+        new_proc = _system_views(root, tmp_bytes, new_proc)
+        _own_folders(root, late, readable, writable, visible, list(private))
+        _own_tmpfs(root, private)
+        problem = "; ".join(filter(None, [_pivot(root), link.make()]))
+    finally:
+        link.close()
+    return _lock_read_only(writable, private, new_proc, problem)
+
+
+class _ExchangeLink:
+    """The host's name of the memory exchange made a link into the worker's own tmpfs at the
+    same path (sandbox.exchange_link), so the judge and your process, outside, read what the
+    candidate wrote there. Made only once the pivot is done (the fallback keeps the host's
+    folder); the host's /dev/shm is reached by a descriptor opened before, and closed at
+    once: the candidate never holds a way back to the host's files."""
+
+    def __init__(self, spec: dict):
+        place = spec.get("memory_exchange")
+        self.place, self.outer = place, spec.get("outer_pid")
+        self.fd = os.open(os.path.dirname(place), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) \
+            if place and self.outer and place in (spec.get("private") or {}) else None
+
+    def make(self) -> str:
+        """The link made; what went wrong, or ""."""
+        if self.fd is None:
+            return ""
+        name = os.path.basename(self.place)
+        try:
+            try:
+                made = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            except FileNotFoundError:
+                made = None
+            if made is not None and stat.S_ISDIR(made.st_mode):
+                shutil.rmtree(name, dir_fd=self.fd)     # the folder your process made for it
+            elif made is not None:
+                os.unlink(name, dir_fd=self.fd)
+            os.symlink(exchange_link(self.outer, self.place), name, dir_fd=self.fd)
+            return ""
+        except OSError as err:
+            return f"the memory exchange cannot be reached from outside ({err.strerror})"
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _system_views(root: str, tmp_bytes: int, new_proc: bool) -> bool:
@@ -154,10 +205,10 @@ def _system_views(root: str, tmp_bytes: int, new_proc: bool) -> bool:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{dev}/{name}")
-    size = f"mode=1777,size={tmp_bytes}"
     for private in ("/dev/shm", "/tmp"):
         os.makedirs(root + private, exist_ok=True)
-        sys_mount("tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, size)
+        sys_mount(TMPFS_TAG, root + private, "tmpfs", MS_NOSUID | MS_NODEV,
+                  f"mode=1777,size={tmp_bytes},nr_inodes={INODES[private]}")
     # /proc of the new PID namespace (mounted while the host's is still visible, as a user
     # namespace must), /sys read-only
     os.makedirs(root + "/proc", exist_ok=True)
@@ -174,14 +225,14 @@ def _system_views(root: str, tmp_bytes: int, new_proc: bool) -> bool:
 
 
 def _own_folders(root: str, late: list[str], readable: list[str], writable: list[str],
-                 visible: list[str]) -> None:
+                 visible: list[str], private: list[str]) -> None:
     # the candidate's own: its run folder and its cache. Folders on the way to one inside the
     # private /tmp or /dev/shm go on a small tmpfs of their own, made read-only with the rest
     # (there the worker could otherwise write beside them, or move them about)
-    for path in late + readable + writable:
-        for private in ("/tmp", "/dev/shm"):
-            if path.startswith(private + "/") and path.count("/") > private.count("/") + 1:
-                top = "/".join(path.split("/")[:private.count("/") + 2])
+    for path in late + readable + writable + private:
+        for tmp in ("/tmp", "/dev/shm"):
+            if path.startswith(tmp + "/") and path.count("/") > tmp.count("/") + 1:
+                top = "/".join(path.split("/")[:tmp.count("/") + 2])
                 if not os.path.ismount(root + top):
                     os.makedirs(root + top, exist_ok=True)
                     sys_mount("tmpfs", root + top, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -198,6 +249,17 @@ def _own_folders(root: str, late: list[str], readable: list[str], writable: list
         sys_mount(None, root + path, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
                (mount_flags(root + path) & ~MS_RDONLY))
 
+
+def _own_tmpfs(root: str, private: dict[str, int]) -> None:
+    """A tmpfs of its own at each of these paths (HOME, the memory exchange), each capped at
+    its size; on top of the folders bound there, so the host's stay as they were. A mount
+    point cannot be renamed or removed: the exchange stays where the judge looks."""
+    for path, size in private.items():
+        os.makedirs(root + path, exist_ok=True)
+        sys_mount(TMPFS_TAG, root + path, "tmpfs", MS_NOSUID | MS_NODEV,
+                  f"mode=700,size={size},nr_inodes={OWN_INODES}")
+
+
 def _pivot(root: str) -> str:
     """Into the new root; the host's is detached. Returns what went wrong, or ""."""
     # into it: the host's root goes
@@ -213,8 +275,10 @@ def _pivot(root: str) -> str:
     return problem
 
 
-def _lock_read_only(writable: list[str], new_proc: bool, problem: str) -> tuple[str, str]:
-    # then everything read-only but its own folders, its /tmp, /proc and the device nodes
+def _lock_read_only(binds: list[str], private: dict[str, int], new_proc: bool,
+                    problem: str) -> tuple[str, str]:
+    # then everything read-only but its own folders and tmpfs, its /tmp, /proc and the devices
+    writable = binds + list(private)
     left = []
     try:
         mounts = mount_points()
@@ -232,8 +296,10 @@ def _lock_read_only(writable: list[str], new_proc: bool, problem: str) -> tuple[
     still = [m for m, rw in (mount_points() if mounts else []) if rw and
              m not in ("/proc", "/tmp", "/dev/shm") and not _under(m, "/proc") and
              not any(_under(m, w) for w in writable) and not m.startswith("/dev/")]
+    own = ", ".join(f"{path} ({size / 2**30:.2g} GiB)" for path, size in private.items())
     what = ("only the interpreter, its packages and the system folders visible, read-only; "
-            "writable: " + ", ".join(writable) + "; /proc of its own"
+            "writable: " + ", ".join(binds) + (f"; tmpfs of its own: {own}" if own else "")
+            + "; /proc of its own"
             + ("" if new_proc else " (not: the host's, bound)"))
     if still or problem:
         problem = problem or f"still writable: {', '.join(left[:5] or still[:5])}"
@@ -275,8 +341,18 @@ def _unescape(path: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
 
 
+def mount_table(pid: int | str = "self") -> list[tuple[str, bool, str, str]]:
+    """(mount point, mounted read-write, file system type, source) of every mount process
+    `pid` sees, its mount points as its root shows them."""
+    rows = []
+    with open(f"/proc/{pid}/mountinfo") as f:
+        for line in f:
+            mine, _, theirs = line.partition(" - ")
+            fields, kind = mine.split(), theirs.split() + ["", ""]
+            rows.append((_unescape(fields[4]), "rw" in fields[5].split(","), kind[0], kind[1]))
+    return rows
+
+
 def mount_points() -> list[tuple[str, bool]]:
     """(mount point, mounted read-write) for every mount this process sees."""
-    with open("/proc/self/mountinfo") as f:
-        return [(_unescape(fields[4]), "rw" in fields[5].split(","))
-                for fields in (line.split() for line in f)]
+    return [(mount, rw) for mount, rw, _, _ in mount_table()]
