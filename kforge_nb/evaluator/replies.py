@@ -42,6 +42,10 @@ def need(condition: bool, what: str) -> None:
         raise ProtocolError(what)
 
 
+def given(value, what: str) -> None:
+    need(value is not None, f"{what} is missing")
+
+
 def number(value) -> bool:
     """A finite JSON number (an integer too large for a float is not one: math.isfinite would
     raise on it)."""
@@ -51,17 +55,20 @@ def number(value) -> bool:
 
 
 def time_ms(value, what: str) -> float:
+    given(value, what)
     need(number(value) and value >= 0, f"{what} is not a finite non-negative time")
     return value
 
 
 def count(value, what: str, below: int = BELOW_CALLS) -> int:
+    given(value, what)
     need(isinstance(value, int) and not isinstance(value, bool) and 0 <= value < below,
          f"{what} is not a whole number from 0 to {below - 1}")
     return value
 
 
 def text(value, what: str, limit: int = LONG_TEXT) -> str:
+    given(value, what)
     need(isinstance(value, str) and len(value) <= limit,
          f"{what} is not a text of at most {limit} characters")
     return value
@@ -70,12 +77,14 @@ def text(value, what: str, limit: int = LONG_TEXT) -> str:
 def name(value, what: str) -> str:
     """One line of at most NAME characters, without a control character: it is said inside
     the evaluator's own sentences."""
-    need(isinstance(value, str) and len(value) <= NAME and not CONTROL.search(value),
-         f"{what} is not a one-line name")
+    given(value, what)
+    need(isinstance(value, str) and len(value) <= NAME and "\n" not in value and
+         not CONTROL.search(value), f"{what} is not a one-line name")
     return value
 
 
 def listed(value, what: str) -> list:
+    given(value, what)
     need(isinstance(value, list) and len(value) <= ITEMS,
          f"{what} is not a list of at most {ITEMS} entries")
     return value

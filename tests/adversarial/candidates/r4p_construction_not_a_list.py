@@ -1,0 +1,58 @@
+"""Exploit (a forged reply to `construct` with a field of the wrong type): while it is
+constructed, the candidate writes, ahead of the worker's own reply, {"constructed": true,
+"weights": "copied from the reference (parameter names match)", "construction": 7}. A parent
+that never checked `construction` iterated the number 7 (TypeError out of evaluate()). It must
+be the candidate's runtime_error, a protocol violation."""
+import json
+import os
+import struct
+import time
+
+import torch
+import torch.nn as nn
+
+from kforge_nb.runtime import cpp
+
+source = r"""
+#include <cstdint>
+
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+kernels = cpp.load(source)
+
+
+def parent_socket() -> int:
+    """The worker's connection to the parent: the one socket among this process's files."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                fds.append(int(name))
+        except OSError:
+            continue
+    return min(fds)
+
+
+def write_frame(payload: bytes, length: int | None = None) -> None:
+    """A frame as the protocol frames one: a 4-byte big-endian length, then the payload."""
+    data = struct.pack("!I", len(payload) if length is None else length) + payload
+    fd = parent_socket()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        write_frame(json.dumps({"constructed": True, "construction": 7, "weights":
+                                "copied from the reference (parameter names match)"}).encode())
+        time.sleep(30)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        kernels.relu(x, y, x.numel())
+        return y

@@ -1,0 +1,55 @@
+"""Exploit (a frame that says it is 4 GiB long): while it is constructed, the candidate writes a
+frame length of 2**32 - 1 and a few bytes; a parent that believed it would try to read (and
+hold) 4 GiB. It must be refused before it is read: the candidate's runtime_error, a protocol
+violation."""
+import os
+import struct
+import time
+
+import torch
+import torch.nn as nn
+
+from kforge_nb.runtime import cpp
+
+source = r"""
+#include <cstdint>
+
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+kernels = cpp.load(source)
+
+
+def parent_socket() -> int:
+    """The worker's connection to the parent: the one socket among this process's files."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                fds.append(int(name))
+        except OSError:
+            continue
+    return min(fds)
+
+
+def write_frame(payload: bytes, length: int | None = None) -> None:
+    """A frame as the protocol frames one: a 4-byte big-endian length, then the payload."""
+    data = struct.pack("!I", len(payload) if length is None else length) + payload
+    fd = parent_socket()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        write_frame(b'{"constructed": true', length=(1 << 32) - 1)
+        time.sleep(30)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        kernels.relu(x, y, x.numel())
+        return y
