@@ -233,17 +233,12 @@ class Judge:
 
 def candidates_outputs(path: str, outputs: list, compare) -> tuple[bool, str]:
     """compare(data) over the candidate's output file at `path` (removed after), read a chunk
-    at a time. The reference has computed `outputs` already and the file is the candidate's to
-    write: whatever reading or comparing it raises is the candidate's doing (BadOutput), never
-    the reference failing."""
+    at a time. The file is the candidate's to write: whatever is wrong with it, reading it
+    raises BadOutput (transfer checks every byte it uses), the candidate's doing and never the
+    reference failing; what compare itself raises stays the judge's own."""
     try:
         with transfer.open_outputs(path, outputs_limit(outputs)) as data:
             return compare(data)
-    except transfer.BadOutput:
-        raise
-    except Exception as err:     # its bytes broke the reader: a RecursionError, a MemoryError...
-        raise transfer.BadOutput(f"reading it raised {type(err).__name__}: "
-                                 f"{str(err)[:300]}") from None
     finally:
         remove(path)
 

@@ -158,7 +158,11 @@ class Streamed:
             n = min(step, self.numel - start)
             got, want = 0, n * itemsize
             while got < want:
-                read = os.preadv(self.fd, [raw[got:want]], self.offset + start * itemsize + got)
+                try:
+                    read = os.preadv(self.fd, [raw[got:want]],
+                                     self.offset + start * itemsize + got)
+                except OSError as err:
+                    raise BadOutput(f"the output file cannot be read ({err.strerror})") from None
                 if not read:
                     raise BadOutput("the output file is truncated")
                 got += read
