@@ -116,8 +116,17 @@ def cpu_guaranteed(cores: int, clock_hz: float, isa: tuple[str, ...], arch: str 
 
 
 def max_clock_hz() -> tuple[float, str]:
-    """(Hz, where it was read) of the fastest core: cpufreq's cpuinfo_max_freq, else lscpu's
-    "CPU max MHz", else CPU_FALLBACK_CLOCK_HZ (see there why not /proc/cpuinfo's figures)."""
+    """(Hz, where it was read) of the fastest core (`published_max_clock`), else
+    CPU_FALLBACK_CLOCK_HZ (see there why not /proc/cpuinfo's figures)."""
+    return published_max_clock() or \
+        (CPU_FALLBACK_CLOCK_HZ, "no max clock published here: a bound above any shipped turbo")
+
+
+@functools.lru_cache(maxsize=1)
+def published_max_clock() -> tuple[float, str] | None:
+    """(Hz, where it was read) of the fastest core where the system publishes it: cpufreq's
+    cpuinfo_max_freq, else lscpu's "CPU max MHz"; None where neither does (most VMs). The
+    prompt's machine section says it too (machine.py)."""
     found = []
     for path in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/cpuinfo_max_freq"):
         try:
@@ -134,7 +143,7 @@ def max_clock_hz() -> tuple[float, str]:
     match = re.search(r"^CPU max MHz:\s*([0-9.]+)", text, re.MULTILINE)
     if match and float(match.group(1)) > 0:
         return float(match.group(1)) * 1e6, "lscpu CPU max MHz"
-    return CPU_FALLBACK_CLOCK_HZ, "no max clock published here: a bound above any shipped turbo"
+    return None
 
 
 def gpu_guaranteed(name: str, sms: int | None = None) -> Guaranteed:

@@ -52,8 +52,12 @@ def test_a_recording_replays_on_another_machine():
     def prompt(machine: Machine) -> list[dict]:
         return [{"role": "user", "content": "\n".join(
             ["## This machine", *machine.lines("cpu"), "## Kernel", "x = 1"])}]
-    laptop = Machine("Laptop CPU", "x86_64", 4, 8, ("avx", "avx2"), (("L2", 2**20, ""),))
-    server = Machine("Server CPU", "x86_64", 64, 128, ("avx", "avx2", "avx512f"))
+    from kforge_nb.machine import core_of
+    zen5, named = core_of(cpuinfo_fields(EPYC_ZEN5))
+    laptop = Machine("Laptop CPU", "x86_64", 4, 8, ("avx", "avx2"), (("L2", 2**20, ""),),
+                     compiler="g++ (GCC) 14.2.1")
+    server = Machine("Server CPU", "x86_64", 64, 128, ("avx", "avx2", "avx512f"), core=zen5,
+                     named=named, clock="4.1 GHz max (cpufreq)", compiler="g++ 12.2.0")
     assert request_digest("s", prompt(laptop)) == request_digest("s", prompt(server))
     other = [{"role": "user", "content": prompt(laptop)[0]["content"].replace("x = 1", "x = 2")}]
     assert request_digest("s", prompt(laptop)) != request_digest("s", other)
@@ -144,3 +148,69 @@ def test_prompts_of_two_runs_that_kept_different_candidates_replay_alike():
     other_change = prompts(1.0)[0].replace("tile it", "split K")
     assert request_digest("s", [{"role": "user", "content": other_change}]) != \
         request_digest("s", [{"role": "user", "content": slower[0]}])
+
+
+# --- the core, its clock, its FMA units and the compiler (issue 38) ----------------------------
+
+EPYC_ZEN5 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n" \
+            "model name\t: AMD EPYC\nflags\t\t: fpu sse4_2 avx avx2 fma f16c avx512f avx512bw\n"
+
+
+def test_an_amd_family_26_cpu_is_told_as_zen_5_with_its_512_bit_fma_units():
+    from kforge_nb.machine import core_of
+    fields = cpuinfo_fields(EPYC_ZEN5)
+    core, named = core_of(fields)
+    lines = Machine(cpu_name(fields), "x86_64", 2, 2, isa_of(fields), core=core, named=named,
+                    clock="4.1 GHz max (cpufreq cpuinfo_max_freq)").lines("cpu")
+    assert "- CPU: AMD EPYC (x86_64); core: Zen 5 (family 26, model 2)" in lines
+    assert "- FMA: 2 x 512-bit FMA units a core (Zen 5): 64 fp32 FLOP a cycle a core" in lines
+    assert "- Clock: 4.1 GHz max (cpufreq cpuinfo_max_freq)" in lines
+
+
+def test_a_gcc_older_than_the_core_is_said_to_tune_for_an_older_one():
+    from kforge_nb.machine import core_of
+    core, named = core_of(cpuinfo_fields(EPYC_ZEN5))
+    old = Machine("AMD EPYC", "x86_64", 2, 2, core=core, named=named,
+                  compiler="g++ (Debian 12.2.0-14+deb12u1) 12.2.0").lines("cpu")
+    assert "- Compiler: g++ (Debian 12.2.0-14+deb12u1) 12.2.0; it predates -march=znver5 " \
+        "(GCC 14): -march=native turns on every ISA flag this CPU reports but tunes for an " \
+        "older core" in old
+    new = Machine("AMD EPYC", "x86_64", 2, 2, core=core, named=named,
+                  compiler="g++ (GCC) 14.2.1 20240912").lines("cpu")
+    assert "- Compiler: g++ (GCC) 14.2.1 20240912" in new
+
+
+def test_zen_4_and_a_neoverse_part_are_read_and_an_unknown_model_said_unknown():
+    from kforge_nb.machine import core_of
+    zen4, _ = core_of({"vendor_id": "AuthenticAMD", "cpu family": "25", "model": "17"})
+    assert zen4.name == "Zen 4" and zen4.fma_bits == 256 and "two 256-bit halves" in zen4.note
+    n1, named = core_of(cpuinfo_fields(ARM.replace("CPU implementer\t: 0x41\n",
+                                                   "CPU implementer\t: 0x41\nCPU part\t: 0xd0c\n")))
+    assert n1.name == "Neoverse N1" and named == "implementer 0x41, part 0xd0c"
+    unknown, named = core_of({"vendor_id": "GenuineIntel", "cpu family": "6", "model": "1"})
+    assert unknown is None
+    assert Machine("X", named=named).lines("cpu")[0] == \
+        "- CPU: X; core: not in kforge's table (family 6, model 1)"
+
+
+def test_this_hosts_clock_is_the_one_the_guaranteed_peaks_use():
+    """One reading of the max clock: the prompt says the figure the physics floor uses, or
+    that none is published (then the floor takes its bound above any turbo)."""
+    from kforge_nb.devices import guaranteed_peaks, published_max_clock
+    from kforge_nb.machine import describe
+    clock = next(line for line in describe().lines("cpu") if line.startswith("- Clock: "))
+    found = published_max_clock()
+    if found is None:
+        assert clock == "- Clock: no max clock published here"
+    else:
+        assert clock.startswith(f"- Clock: {found[0] / 1e9:.3g} GHz max")
+        assert f"{found[0] / 1e9:.3g} GHz max clock" in guaranteed_peaks("cpu").flops_formula
+
+
+def test_this_hosts_compiler_is_the_one_candidates_are_built_with():
+    import subprocess
+    from kforge_nb.machine import describe
+    from kforge_nb.runtime.cpp import compiler
+    first = subprocess.run([compiler(), "--version"], capture_output=True,
+                           text=True).stdout.splitlines()[0]
+    assert f"- Compiler: {first}" in "\n".join(describe().lines("cpu"))

@@ -15,6 +15,10 @@ FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-m
          "-shared", "-fPIC", "-std=c++17", "-w"]
 
 
+def compiler() -> str:
+    """The C++ compiler candidates are built with: $CXX, else g++."""
+    return os.environ.get("CXX", "g++")
+
+
 def load(source: str) -> NativeModule:
-    compiler = os.environ.get("CXX", "g++")
-    return NativeModule(build_shared_library(source, compiler, FLAGS, ".cpp"), source, "cpu")
+    return NativeModule(build_shared_library(source, compiler(), FLAGS, ".cpp"), source, "cpu")
