@@ -140,7 +140,9 @@ class KForgeMagics(ConfigurableMagics):
         session.start()
         if self._should_block(args):
             self._wait(session)
-        elif args.mode == "review" and not interactive_frontend(self.shell):
+            return
+        self._interruptible(session)
+        if args.mode == "review" and not interactive_frontend(self.shell):
             self._tell(f"kforge: review mode and no one at a frontend: decide each "
                        f"recommendation with {args.name}.accept(), .edit(text), .redirect(text), "
                        f".skip() or .stop()")
@@ -189,7 +191,16 @@ class KForgeMagics(ConfigurableMagics):
             from .ui.model_view import summary_text
             self._wait_for(session, "stopping after the part under way",
                            lambda: summary_text(session.summary()))
+        else:
+            self._interruptible(session)
         return None
+
+    def _interruptible(self, run) -> None:
+        """Kernel > Interrupt stops this run once the cell has returned (ui/interrupt.py), as
+        Ctrl-C stops a blocking one."""
+        if in_kernel(self.shell):
+            from .ui.interrupt import INTERRUPTS
+            INTERRUPTS.watch(self.shell.kernel, run)
 
     def _wait_for(self, run, stopping: str, final_text) -> None:
         """Block the cell until a model run or a bench ends (Ctrl-C stops it, then waits);
@@ -345,6 +356,8 @@ class KForgeMagics(ConfigurableMagics):
             from .bench.report import table
             self._wait_for(bench, "stopping the bench after the evaluations under way "
                            "(finished problems are saved)", lambda: table(bench.rows()))
+        else:
+            self._interruptible(bench)
         return None
 
     def _stop(self, _rest: str) -> None:
