@@ -149,10 +149,17 @@ def bar_fraction(fraction) -> float:
     return min(max(fraction, 0.0), 1.0)
 
 
+BUSY_LEAD = "the machine was busy while timing"
+
+
 def busy_text(note: str = "", ids=()) -> str:
-    """The busy banner: "the machine was busy while timing (candidates 0.0, 1.1): NOTE"."""
-    which = f" (candidate{'s' if len(ids) > 1 else ''} {', '.join(ids)})" if ids else ""
-    return (f"the machine was busy while timing{which}: speedups may be off"
+    """The busy banner: "the machine was busy while timing (candidates 0.0, 1.1): speedups may
+    be off; NOTE", or, where the note itself opens with those words (the evaluator's does), the
+    note with the candidates named in it, so that the banner says it once."""
+    which = f"candidate{'s' if len(ids) > 1 else ''} {', '.join(ids)}" if ids else ""
+    if note.startswith(BUSY_LEAD):
+        return BUSY_LEAD + (f" {which}" if which else "") + note[len(BUSY_LEAD):]
+    return (f"{BUSY_LEAD}{f' ({which})' if which else ''}: speedups may be off"
             + (f"; {note}" if note else ""))
 
 

@@ -15,6 +15,7 @@ import pytest
 from kforge_nb.agents.feedback import profile_summary, summary_text
 from kforge_nb.bench.report import Row, fast_p, row_from_dict, row_from_result, table
 from kforge_nb.cli import history_table
+from kforge_nb.intervals import busy_text
 from kforge_nb.result import Result
 from kforge_nb.ui import fallback
 from kforge_nb.ui.bench_views import row_line
@@ -39,7 +40,7 @@ def test_the_fallbacks_show_intervals_busy_noisy_ties_repeats_and_capped_rooflin
     record = run_record(run)
     text, html = fallback.to_text(record), fallback.to_html(record)
     assert "best 0.3: 0.625 ms, 1.60x ±6% (noisy) vs eager, 1.10x ±5% vs torch.compile" in text
-    assert "BUSY: the machine was busy while timing (candidate 0.2)" in text and BUSY_NOTE in text
+    assert "⚠ the machine was busy while timing (candidate 0.2)" in text and BUSY_NOTE in text
     assert "0.2 correct 0.8 ms, 1.25x (1.15-1.35x) (busy)" in text and "tie with 0.1" in text
     assert "same as 0.3" in text and "0.5 correct 1.111 ms 0.90x " in text  # no interval: point
     assert 'data-role="busy"' in html and "1.20x ±8%" in html and "0.90x ±6%" in html
@@ -86,8 +87,17 @@ def test_the_cli_table_and_the_progress_lines(run):
     assert "[0.2] correct, own time 0.8 ms, 1.25x (95 % interval 1.15-1.35x) vs eager, " \
         "roofline >100% (ceiling underestimated)" in said and "(tie with 0.1" in said
     assert "[0.4] correct" in said and "(same as 0.3: not judged again)" in said
-    assert f"BUSY: the machine was busy while timing: speedups may be off; {BUSY_NOTE}" in said
+    assert f"⚠ the machine was busy while timing: speedups may be off; {BUSY_NOTE}" in said
     assert f"noisy: {NOISE_NOTE}" in said
+
+
+def test_the_busy_banner_says_busy_once_where_the_note_says_it_already():
+    note = ("the machine was busy while timing (load 3.9 on 2 cores): noise that only adds "
+            "time")
+    said = busy_text(note, ["0.2"])
+    assert said == "the machine was busy while timing candidate 0.2 (load 3.9 on 2 cores): " \
+        "noise that only adds time"
+    assert said.count("busy") == 1 and busy_text(note).count("busy") == 1
 
 
 def test_the_analysts_summary_shows_intervals_and_the_ceiling():
@@ -128,7 +138,7 @@ def test_the_bench_table_says_how_faster_is_counted(run):
     assert "1.20x ±8%" in out and "1.60x ±6%?" in out and " 0.90x " in out
     assert "faster = 95 % interval above 1x" in out
     assert ">100%*" in out and "*: ceiling underestimated" in out
-    assert "?: noisy" in out and "BUSY: the machine was busy while timing (candidate b)" in out
+    assert "?: noisy" in out and "⚠ the machine was busy while timing (candidate b)" in out
     # busy: the interval written out (on a contested CPU it is wide and lopsided)
     assert "b: correct 0.8 ms, 1.25x (95 % interval 1.15-1.35x) eager" in row_line(rows()[1])
     assert "BUSY" in row_line(rows()[1]) and " 1.25x (1.15-1.35x) " in out

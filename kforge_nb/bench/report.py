@@ -212,7 +212,7 @@ def totals(rows: list[Row]) -> list[str]:
                      "peak is too low")
     busy = [r for r in rows if r.busy]
     if busy:
-        lines.append("BUSY: " + busy_text(busy[-1].busy_note, [r.id for r in busy]))
+        lines.append("⚠ " + busy_text(busy[-1].busy_note, [r.id for r in busy]))
         lines.append("on a busy CPU: ms is the candidate's own time (its blocks' low calls, the "
                      "load mostly left out) and x eager, x compile their 95 % interval itself")
     if any(r.real is False for r in rows):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import re
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
@@ -172,7 +173,7 @@ class Loop:
         s, last = self.s, self.s._last_recommendation
         if last is not None and last.action.get("kind") == "done" and s.finished_branches:
             agreed = "; you agreed" if self.agreed else ""
-            return f"the analyst has nothing further to recommend ({last.title}){agreed}"
+            return f"the analyst has nothing further to recommend ({unnested(last.title)}){agreed}"
         if s.pruned:
             return "every branch is pruned or finished: nothing left to expand"
         return "nothing left to expand"
@@ -392,6 +393,12 @@ class Loop:
             return
         self.emit("confirmed", iteration, judged=judged, best=s.best.id, before=before.id)
         s._save_state()
+
+
+def unnested(title: str) -> str:
+    """A title said inside parentheses, its own parentheses made commas: "no further change
+    expected (round 4)" -> "no further change expected, round 4"."""
+    return re.sub(r"\s*\(([^()]*)\)", r", \1", title)
 
 
 def in_this_context(fn):

@@ -55,11 +55,41 @@ def problem_from_cell(cell: str, user_ns: dict, out: str | Path, inputs: str | N
         if required:
             raise CellError(f"`{cls.__name__}(...)` needs {', '.join(required)}: define "
                             f"get_init_inputs() in the cell, or pass --init-inputs EXPR.")
-    name = "cell" if cls.__name__ == "Model" else cls.__name__.lower()
+    name = named_by_ops(cell, cls.__name__) if cls.__name__ == "Model" else cls.__name__.lower()
     try:
         return Problem.from_string(source, name=name)
     except ProblemError as err:
         raise CellError(str(err)) from None
+
+
+# what a forward calls to move or reshape data: not what names it
+NOT_AN_OP = {"view", "reshape", "contiguous", "size", "to", "float", "half", "permute",
+             "transpose", "unsqueeze", "squeeze", "expand", "flatten", "clone", "super"}
+MAX_NAMED_OPS = 3
+
+
+def named_by_ops(cell: str, class_name: str) -> str:
+    """A run's name for a `class Model` cell: the ops its forward calls, in the order they
+    appear ("softmax", "pow-mean-rsqrt"), so that `kforge runs` and a view's header tell a
+    notebook's runs apart (every one was "cell"); "cell" where the forward calls none."""
+    from ..knowledge.ops import op_key
+    tree = ast.parse("\n" + cell)
+    forward = next((f for c in tree.body if isinstance(c, ast.ClassDef) and c.name == class_name
+                    for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward"),
+                   None)
+    calls = sorted((n for n in ast.walk(forward) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset)) if forward else []
+    names = []
+    for call in calls:
+        func = call.func
+        own = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id == "self"              # self.fc(x): a submodule, named elsewhere
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        key = op_key(name)
+        if name and not own and not name.startswith("_") and name not in NOT_AN_OP and \
+                key.isidentifier() and key not in names:
+            names.append(key)
+    return "-".join(names[:MAX_NAMED_OPS]) or "cell"
 
 
 def run_cell(cell: str) -> dict:

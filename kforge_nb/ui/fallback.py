@@ -96,7 +96,7 @@ def busy_line(record: dict) -> str | None:
 def to_text(record: dict) -> str:
     lines = [headline(record), best_line(record)]
     if busy_line(record):
-        lines.append(f"BUSY: {busy_line(record)}")
+        lines.append(f"⚠ {busy_line(record)}")
     if record.get("confirmation"):
         lines.append(record["confirmation"])
     if record["summary"].get("measures"):        # the best candidate's --measure hook

@@ -59,6 +59,9 @@ def run_record(session) -> dict:
         "timing_note": timing_note(started, history),
         "busy": busy_record(history),
         "progress": {"iteration": current_iteration(run, iterations), "iterations": iterations},
+        # the trials asked for (--trials); a verdict's count has one more, at another batch
+        # size, where its shape could change (EvalOptions.trial_plan)
+        "trials": max(1, session.options.trials),
         "status": status_line(run, iterations, best),
         "notices": list(dict.fromkeys(e.data["text"] for e in run if e.kind == "notice")),
         "confirmation": next((confirm_sentence(e.data) for e in reversed(run)
@@ -87,7 +90,9 @@ def attempt_record(a, keep_map: bool, tie_with: str | None = None) -> dict:
     the views lead with them under load (intervals.py)."""
     r = a.result.to_dict()
     profile = r.pop("profile", None) or {}
-    r["profile"] = {key: profile.get(key) for key in ("trace", "reference_trace")}
+    # the Profile tab labels its one profiled call and sets it beside the timed median
+    r["profile"] = {key: profile.get(key) for key in ("trace", "reference_trace", "note",
+                                                      "profiled_calls")}
     emap = (r.get("correctness") or {}).pop("error_map", None)
     if emap and keep_map:
         emap = {**emap, "values": rounded(emap["values"])}
@@ -96,6 +101,7 @@ def attempt_record(a, keep_map: bool, tie_with: str | None = None) -> dict:
     return {"id": a.id, "iteration": a.iteration, "sample": a.sample, "kind": a.kind,
             "code": a.code, "result": r, "kernels": kernels,
             "error_map": emap if keep_map else None,
+            "error_map_dropped": bool(emap) and not keep_map,     # only the latest are kept
             "recommendation": a.recommendation.title if a.recommendation else None,
             "decision": a.decision.kind if a.decision else None,
             "decision_text": a.decision.text if a.decision else None,

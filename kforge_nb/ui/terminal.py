@@ -39,7 +39,7 @@ class Progress:
             line = f"[{i}.{d['sample']}] {r['state']}{speed_text(r)}" + \
                 (f" ({marks})" if marks else "")
             if t.get("busy") and not d.get("same_as"):
-                line += f"\n  BUSY: {busy_text(t.get('busy_note') or '')}"
+                line += f"\n  ⚠ {busy_text(t.get('busy_note') or '')}"
             if t.get("noisy") and t.get("noise_note") and not d.get("same_as"):
                 line += f"\n  noisy: {t['noise_note']}"
             if d.get("parent") and d.get("kind") == "optimise":
