@@ -1,24 +1,34 @@
 """Compare candidate outputs with reference outputs. Runs in the judge, never near candidate code.
 
-Tolerances come from one table keyed by precision policy and dtype. Besides the elementwise
-test |c - r| <= atol·scale + rtol·|r|, the relative norm ||c - r|| / ||r|| must be small, so an
-output of near-zero values cannot pass by answering zeros.
+Tolerances come from one table keyed by precision policy and dtype (a complex dtype takes its
+parts' row). Besides the elementwise test |c - r| <= atol·scale + rtol·|r|, the relative norm
+||c - r|| / ||r|| must be small, so an output of near-zero values cannot pass by answering
+zeros. Complex outputs are compared as complex numbers: |c - r| is the modulus of the
+difference, so a wrong imaginary part counts as much as a wrong real one.
 
 `scale` is the reference's RMS when that exceeds 1: a sum of K products of size ~s lands near
 s·sqrt(K), and any other summation order (another GEMM blocking, a tree reduction) differs from
 it by rounding on that scale. Elements near zero in such an output cannot be held to an absolute
 1e-4; the relative-norm guard still holds the whole output to 1e-4.
 
-The guard stops at the dtype's rounding floor: an error whose RMS is below one unit of float
-rounding (eps · scale) is rounding noise, not a missing answer; a reference that is itself that
-small is the noise of a computation whose true answer is zero (the mean of a normalised tensor),
-which no summation order reproduces.
+The guard holds at every scale, however small the values: a softmax over 2**24 positions
+(values ~1e-7) answered with zeros is wrong. One output escapes it: rounding noise around a
+true zero (the mean of a normalised tensor, ~1e-8), which no other summation order reproduces.
+The size of the values cannot tell that noise from a small answer (nor from garbage of the same
+size), so the judge asks the float64 answer (`Float64Answer`, computed only then): the output
+is noise where that answer is far smaller than the reference, and the candidate then passes
+where it is about as close to that answer as the reference is and its error is within one unit
+of rounding at the tolerance's scale.
 """
 from __future__ import annotations
+
+import copy
 
 import torch
 
 from ..result import Correctness
+from . import trial_values
+from .harness import as_tensor_list
 
 # policy -> dtype -> (atol, rtol, max relative norm error)
 TOLERANCES = {
@@ -32,13 +42,18 @@ POLICIES = tuple(TOLERANCES)
 
 
 def tolerance(dtype: torch.dtype, policy: str) -> tuple[float, float, float]:
+    """(atol, rtol, max relative norm error) for outputs of `dtype`; a complex dtype is held
+    to its parts' (complex64 to float32's)."""
+    dtype = dtype.to_real() if dtype.is_complex else dtype
     return TOLERANCES.get(policy, {}).get(dtype) or TOLERANCES["strict"].get(dtype, (0.0, 0.0, 0.0))
 
 
 def describe(trial: dict) -> str:
     parts = [f"trial {trial['trial']} (seed {trial['seed']})" if trial.get("trial") else
              f"trial seed {trial['seed']}"]
-    if trial.get("distribution", "given") != "given":
+    if trial_values.is_tails(trial):
+        parts.append(f"inputs with {trial_values.DESCRIPTION}")
+    elif trial.get("distribution", "given") != "given":
         parts.append(f"{trial['distribution']} inputs")
     if trial.get("batch"):
         parts.append(f"batch size changed to {trial['batch']}")
@@ -46,14 +61,15 @@ def describe(trial: dict) -> str:
 
 
 def check_trial(trial: dict, inputs_before: list, ref_outputs: list, inputs_after: list,
-                outputs: list, policy: str, report: Correctness) -> tuple[bool, str]:
+                outputs: list, policy: str, report: Correctness,
+                exact: "Float64Answer | None" = None) -> tuple[bool, str]:
     """One trial: inputs untouched (their fingerprints, see harness.fingerprint), then every
     output within tolerance."""
     for i, (before, after) in enumerate(zip(inputs_before, inputs_after)):
         if before is not None and before != after:
             report.failed_check = describe(trial)
             return False, f"input {i} was modified in place ({describe(trial)})"
-    ok, message = compare_outputs(ref_outputs, outputs, policy, report)
+    ok, message = compare_outputs(ref_outputs, outputs, policy, report, exact)
     if not ok:
         report.failed_check = describe(trial)
         return False, f"{message} ({describe(trial)})"
@@ -61,9 +77,11 @@ def check_trial(trial: dict, inputs_before: list, ref_outputs: list, inputs_afte
     return True, ""
 
 
-def compare_outputs(refs: list, cands: list, policy: str, report: Correctness) -> tuple[bool, str]:
+def compare_outputs(refs: list, cands: list, policy: str, report: Correctness,
+                    exact: "Float64Answer | None" = None) -> tuple[bool, str]:
     """`cands`: tensors, or outputs streamed from the candidate's file (transfer.Streamed): the
-    same shape, dtype and values in order, never all in memory at once."""
+    same shape, dtype and values in order, never all in memory at once. `exact`: the reference
+    in float64, asked only where an output is near rounding noise."""
     if len(refs) != len(cands):
         return False, (f"returned {len(cands)} output{'s' * (len(cands) != 1)}, the reference "
                        f"returns {len(refs)}")
@@ -77,7 +95,8 @@ def compare_outputs(refs: list, cands: list, policy: str, report: Correctness) -
             return False, f"{name} has shape {tuple(c.shape)}, expected {tuple(r.shape)}"
         if c.dtype != r.dtype:
             return False, f"{name} has dtype {c.dtype}, expected {r.dtype}"
-        ok, message = compare_values(r, c, policy, report)
+        ok, message = compare_values(r, c, policy, report,
+                                     exact and (lambda k=k: exact.output(k)))
         if not ok:
             return False, f"{name}: {message}"
     if refs:
@@ -100,64 +119,118 @@ def pieces(c, device: torch.device):
         yield from c.pieces(CHUNK, device)
 
 
+def widened(x: torch.Tensor) -> torch.Tensor:
+    """x in float64 (complex128 for a complex x: its imaginary part kept)."""
+    return x.to(torch.complex128) if x.is_complex() else x.double()
+
+
 def chunks(r: torch.Tensor, c):
     fr = r.reshape(-1)
     for start, piece in pieces(c, r.device):
-        yield start, fr[start:start + piece.numel()].double(), piece.double()
+        yield start, widened(fr[start:start + piece.numel()]), widened(piece)
 
 
-def compare_values(r: torch.Tensor, c, policy: str, report: Correctness) -> tuple[bool, str]:
+def compare_values(r: torch.Tensor, c, policy: str, report: Correctness,
+                   exact=None) -> tuple[bool, str]:
+    """c against r within the policy's tolerance. `exact`: a callable giving r's float64
+    answer (None where it cannot be computed), asked only where r may be rounding noise."""
     atol, rtol, rel_norm_tol = tolerance(r.dtype, policy)
     report.tolerance = {"atol": atol, "rtol": rtol, "rel_norm": rel_norm_tol, "policy": policy}
-    exact = not (r.is_floating_point() or r.is_complex())
-    if exact:
-        atol = rtol = 0.0
-    sum_sq, count = reference_squares(r) if not exact else (0.0, 0)
-    scale = 1.0 if exact or not count else max(1.0, (sum_sq / count) ** 0.5)
+    if not (r.is_floating_point() or r.is_complex()):
+        report.tolerance["atol_scaled"] = 0.0
+        return compare_exactly(r, c, report)
+    sum_sq, count = reference_squares(r)
+    scale = max(1.0, (sum_sq / count) ** 0.5) if count else 1.0
     report.tolerance["atol_scaled"] = atol * scale
     # the quick pass proves "every value within tolerance" in the outputs' own precision;
-    # anything else (a value outside, a non-finite one) is explained by the exact pass
-    quick = None
-    if exact:
-        quick = all(torch.equal(r.reshape(-1)[s:s + p.numel()], p) for s, p in pieces(c, r.device))
-    elif count == r.numel() and not r.is_complex():
-        quick = within_tolerance(r, c, atol * scale, rtol)
+    # anything else (a value outside, a non-finite one, complex values) is explained by the
+    # exact pass
+    quick = within_tolerance(r, c, atol * scale, rtol) \
+        if count == r.numel() and not r.is_complex() else None
     if quick:
-        report.max_abs_error = report.max_abs_error or 0.0
-        report.max_rel_error = report.max_rel_error or 0.0
         report.mismatch_fraction = 0.0
-        if exact:
-            return True, ""
         quick.fill(report)
-        report.rel_norm_error = max(report.rel_norm_error or 0.0, quick.rel_norm)
-        if quick.rel_norm > rel_norm_tol and above_floor(quick.err_sq, r, scale):
-            return False, near_zero(quick.rel_norm, rel_norm_tol)
+        rel_norm, err_sq = quick.rel_norm, quick.err_sq
+    else:
+        acc = ErrorAccumulator(r.shape)
+        for start, r64, c64 in chunks(r, c):
+            same_nonfinite = matching_nonfinite(r64, c64)
+            diff = (c64 - r64).abs().masked_fill(same_nonfinite, 0.0)
+            diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
+            bad = diff > atol * scale + rtol * r64.abs().masked_fill(~r64.isfinite(), 0.0)
+            acc.add(start, r64, c64, diff, bad, ~same_nonfinite)
+        acc.fill(report)
+        if acc.bad:
+            return False, (f"{report.mismatch_fraction:.2%} of values outside "
+                           f"atol={atol * scale:.3g}, rtol={rtol:g}; max abs error "
+                           f"{report.max_abs_error:.3g}{worst_part(report, r)}")
+        rel_norm, err_sq = acc.rel_norm, acc.err_sq
+    report.rel_norm_error = max(report.rel_norm_error or 0.0, rel_norm)
+    if rel_norm <= rel_norm_tol or rounding_noise(r, c, err_sq, scale, exact):
+        return True, ""
+    return False, near_zero(rel_norm, rel_norm_tol)
+
+
+def matching_nonfinite(r64: torch.Tensor, c64: torch.Tensor) -> torch.Tensor:
+    """Where r is not finite and c has the same value (NaN matching NaN; for complex values,
+    part by part)."""
+    if r64.is_complex():
+        rp, cp = torch.view_as_real(r64), torch.view_as_real(c64)
+        return ~r64.isfinite() & ((rp == cp) | (rp.isnan() & cp.isnan())).all(-1)
+    return (r64.isnan() & c64.isnan()) | (r64.isinf() & (r64 == c64))
+
+
+def compare_exactly(r: torch.Tensor, c, report: Correctness) -> tuple[bool, str]:
+    """Integer and bool outputs: equal, value for value."""
+    report.max_abs_error = report.max_abs_error or 0.0
+    report.max_rel_error = report.max_rel_error or 0.0
+    if all(torch.equal(r.reshape(-1)[s:s + p.numel()], p) for s, p in pieces(c, r.device)):
+        report.mismatch_fraction = 0.0
         return True, ""
     acc = ErrorAccumulator(r.shape)
     for start, r64, c64 in chunks(r, c):
-        same_nonfinite = (r64.isnan() & c64.isnan()) | (r64.isinf() & (r64 == c64))
-        diff = (c64 - r64).abs().masked_fill(same_nonfinite, 0.0)
-        diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
-        bad = diff > atol * scale + rtol * r64.abs().masked_fill(~r64.isfinite(), 0.0)
-        acc.add(start, r64, c64, diff, bad, ~same_nonfinite)
+        diff = (c64 - r64).abs()
+        acc.add(start, r64, c64, diff, diff > 0, torch.ones_like(diff, dtype=torch.bool))
     acc.fill(report)
-    if exact:
-        return acc.bad == 0, f"{acc.bad} of {r.numel()} values differ{first_difference(report, r)}"
-    ref_norm, err_norm = acc.ref_sq ** 0.5, acc.err_sq ** 0.5
-    rel_norm = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-    report.rel_norm_error = max(report.rel_norm_error or 0.0, rel_norm)
-    if acc.bad:
-        return False, (f"{report.mismatch_fraction:.2%} of values outside atol={atol * scale:.3g}, "
-                       f"rtol={rtol:g}; max abs error {report.max_abs_error:.3g}")
-    if rel_norm > rel_norm_tol and above_floor(acc.err_sq, r, scale):
-        return False, near_zero(rel_norm, rel_norm_tol)
-    return True, ""
+    return False, f"{acc.bad} of {r.numel()} values differ{first_difference(report, r)}"
 
 
-def above_floor(err_sq: float, r: torch.Tensor, scale: float) -> bool:
-    """Whether the error's RMS passes one unit of rounding in r's dtype (at the output's scale)."""
-    eps = torch.finfo(r.dtype).eps if r.is_floating_point() else 0.0
-    return (err_sq / max(r.numel(), 1)) ** 0.5 > eps * scale
+# Rounding noise around a true zero, told apart from a small answer by the float64 answer t:
+# the reference r is noise where t is at least NOISE_FACTOR times smaller than r (r is then
+# mostly its own rounding), and a candidate passes where it is at most NOISE_FACTOR times
+# further from t than r is (another summation order's noise is within 2x of torch's; an answer
+# that is merely small, or a t that is not r's answer at all, fails one test or the other).
+NOISE_FACTOR = 10
+
+
+def rounding_noise(r: torch.Tensor, c, err_sq: float, scale: float, exact) -> bool:
+    """Whether c's error, though large against r, is rounding noise around a true zero: below
+    one unit of rounding at the tolerance's scale, and r and c both noise by the float64
+    answer. Without that answer the guard holds: a small value is not noise until the exact
+    answer says so."""
+    if not within_rounding(err_sq, r, scale):
+        return False
+    t = exact() if exact else None
+    if t is None or t.shape != r.shape:
+        return False
+    flat = t.reshape(-1)
+    ref_sq = exact_sq = ref_off = cand_off = 0.0
+    for start, r64, c64 in chunks(r, c):
+        t64 = widened(flat[start:start + r64.numel()])
+        kept = r64.isfinite() & t64.isfinite()
+        if not bool(kept.all()):
+            r64, c64, t64 = (torch.where(kept, v, 0) for v in (r64, c64, t64))
+        ref_sq += squares(r64)
+        exact_sq += squares(t64)
+        ref_off += squares(r64 - t64)
+        cand_off += squares(c64 - t64)
+    return exact_sq * NOISE_FACTOR ** 2 <= ref_sq and cand_off <= NOISE_FACTOR ** 2 * ref_off
+
+
+def within_rounding(err_sq: float, r: torch.Tensor, scale: float) -> bool:
+    """Whether the error's RMS is within one unit of rounding in r's dtype (at its scale)."""
+    eps = torch.finfo(r.dtype.to_real() if r.is_complex() else r.dtype).eps
+    return (err_sq / max(r.numel(), 1)) ** 0.5 <= eps * scale
 
 
 def near_zero(rel_norm: float, tol: float) -> str:
@@ -165,8 +238,40 @@ def near_zero(rel_norm: float, tol: float) -> str:
             "(values are near zero and the answer is not: zeros or garbage?)")
 
 
+class Float64Answer:
+    """The reference's outputs recomputed in float64 (a copy of the model, the inputs widened),
+    at the first need and once: only where an output is near rounding noise. `draw_inputs`
+    gives the inputs again (trial inputs are redrawn from their seed, not kept)."""
+
+    def __init__(self, model: torch.nn.Module, draw_inputs):
+        self.model, self.draw_inputs = model, draw_inputs
+        self.outputs: list | None = None
+        self.tried = False
+
+    def output(self, k: int) -> torch.Tensor | None:
+        if not self.tried:
+            self.tried = True
+            self.outputs = self.run()
+        return self.outputs[k] if self.outputs and k < len(self.outputs) else None
+
+    def run(self) -> list | None:
+        """None where the module does not run in float64 (a dtype it insists on, a copy it
+        refuses): the guard then holds as it is."""
+        try:
+            model = copy.deepcopy(self.model).double()
+            inputs = [widened(x) if isinstance(x, torch.Tensor) and (x.is_floating_point() or
+                                                                    x.is_complex()) else x
+                      for x in self.draw_inputs()]
+            with torch.no_grad():
+                return [widened(o) if o.is_floating_point() or o.is_complex() else o
+                        for o in as_tensor_list(model(*inputs))]
+        except Exception:
+            return None
+
+
 def squares(x: torch.Tensor) -> float:
-    """Sum of squares, in x's precision (inf where it overflows: the caller then looks closer)."""
+    """Sum of squared magnitudes, in x's precision (inf where it overflows: the caller then
+    looks closer)."""
     return float(torch.linalg.vector_norm(x)) ** 2
 
 
@@ -177,13 +282,13 @@ def reference_squares(r: torch.Tensor) -> tuple[float, int]:
     flat = r.reshape(-1)
     for start in range(0, flat.numel(), CHUNK):
         piece = flat[start:start + CHUNK]
-        total = squares(piece) if not piece.is_complex() else float("nan")
+        total = squares(piece)
         if total != float("inf") and total == total:       # every value finite
             sum_sq, count = sum_sq + total, count + piece.numel()
             continue
-        r64 = piece.double()
+        r64 = widened(piece)
         finite = r64[r64.isfinite()]
-        sum_sq += float(finite.pow(2).sum())
+        sum_sq += squares(finite)
         count += finite.numel()
     return sum_sq, count
 
@@ -196,12 +301,17 @@ class Quick:
 
     @property
     def rel_norm(self) -> float:
-        ref, err = self.ref_sq ** 0.5, self.err_sq ** 0.5
-        return err / ref if ref > 0 else (0.0 if err == 0 else float("inf"))
+        return norm_ratio(self.err_sq, self.ref_sq)
 
     def fill(self, report: Correctness) -> None:
         report.max_abs_error = max(report.max_abs_error or 0.0, self.max_abs)
         report.max_rel_error = max(report.max_rel_error or 0.0, self.max_rel)
+
+
+def norm_ratio(err_sq: float, ref_sq: float) -> float:
+    """||c - r|| / ||r|| from the two sums of squares."""
+    ref, err = ref_sq ** 0.5, err_sq ** 0.5
+    return err / ref if ref > 0 else (0.0 if err == 0 else float("inf"))
 
 
 def within_tolerance(r: torch.Tensor, c, atol: float, rtol: float) -> Quick | None:
@@ -246,6 +356,15 @@ def first_difference(report: Correctness, r: torch.Tensor) -> str:
     return f"; at {w['index']}: got {cast(w['got'])}, expected {cast(w['expected'])}"
 
 
+def worst_part(report: Correctness, r: torch.Tensor) -> str:
+    """A complex output's worst element, by the part that differs most: `; worst at [0, 3]:
+    imaginary part 0, expected 0.81` (a real part can match while the answer is wrong)."""
+    if not (r.is_complex() and report.worst):
+        return ""
+    w = report.worst[0]
+    return f"; worst at {w['index']}: {w['part']} part {w['got']:.6g}, expected {w['expected']:.6g}"
+
+
 class ErrorAccumulator:
     """Error statistics gathered chunk by chunk: maxima, counts, norms, the worst elements and
     a max-pooled map of |c - r| (at most 64x64 over rows x last dimension, or 64 bins)."""
@@ -260,7 +379,11 @@ class ErrorAccumulator:
         self.max_abs = self.max_rel = 0.0
         self.bad = 0
         self.ref_sq = self.err_sq = 0.0
-        self.worst: list[tuple[float, int, float, float]] = []
+        self.worst: list[tuple[float, int, complex, complex]] = []   # complex or float
+
+    @property
+    def rel_norm(self) -> float:
+        return norm_ratio(self.err_sq, self.ref_sq)
 
     def add(self, start, r64, c64, diff, bad, finite) -> None:
         if not diff.numel():
@@ -268,12 +391,12 @@ class ErrorAccumulator:
         self.max_abs = max(self.max_abs, float(diff.max()))
         self.max_rel = max(self.max_rel, float((diff / r64.abs().clamp_min(1e-12)).max()))
         self.bad += int(bad.sum())
-        self.ref_sq += float(r64[finite].pow(2).sum())
-        self.err_sq += float(diff[finite].pow(2).sum())
+        self.ref_sq += squares(r64[finite])
+        self.err_sq += squares(diff[finite])
         if bad.any():
             k = min(5, diff.numel())
             values, index = torch.topk(torch.where(bad, diff, -1.0), k)
-            self.worst += [(float(v), start + int(i), float(c64[i]), float(r64[i]))
+            self.worst += [(float(v), start + int(i), c64[i].item(), r64[i].item())
                            for v, i in zip(values, index) if v >= 0]
             self.worst = sorted(self.worst, key=lambda w: -w[0])[:5]
         self.pool(start, diff)
@@ -296,7 +419,7 @@ class ErrorAccumulator:
             return
         shape = list(self.shape)
         report.worst = [{"index": list(map(int, torch.unravel_index(torch.tensor(i), shape)))
-                         if shape else [], "got": got, "expected": expected}
+                         if shape else [], **values_of(got, expected)}
                         for _, i, got, expected in self.worst]
         values = self.map.cpu()
         finite = values[values.isfinite()]
@@ -307,3 +430,15 @@ class ErrorAccumulator:
                                 "values": values.reshape(self.row_bins, self.col_bins).tolist()}
         else:
             report.error_map = {"kind": "1d", "shape": shape, "values": values.tolist()}
+
+
+def values_of(got, expected) -> dict:
+    """A worst element's got and expected as numbers: a complex one's by the part that differs
+    most (its "part" says which), so every reader of the report still sees two numbers."""
+    if not isinstance(got, complex) and not isinstance(expected, complex):
+        return {"got": got, "expected": expected}
+    got, expected = complex(got), complex(expected)
+    imaginary = abs(got.imag - expected.imag) > abs(got.real - expected.real)
+    if imaginary:
+        return {"got": got.imag, "expected": expected.imag, "part": "imaginary"}
+    return {"got": got.real, "expected": expected.real, "part": "real"}

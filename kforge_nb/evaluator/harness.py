@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from .trial_values import TAILS, with_tails
+
 perf_counter_ns = time.perf_counter_ns
 torch_save = torch.save
 torch_load = torch.load
@@ -157,7 +159,8 @@ def trial_inputs(module, trial: dict, device: str = "cpu") -> list:
         torch.manual_seed(trial["seed"])       # get_inputs that insists on host tensors
         returned = module.get_inputs()
     inputs = to_device(argument_list(returned), device)
-    inputs = redistribute(inputs, trial.get("distribution", "given"))
+    distribution = trial.get("distribution", "given")
+    inputs = with_tails(inputs) if distribution == TAILS else redistribute(inputs, distribution)
     if trial.get("batch") == "auto":   # another batch size: half plus one, or 2 for a batch of 1
         batch = next((x.shape[0] for x in inputs if isinstance(x, torch.Tensor) and x.dim()), 1)
         trial["batch"] = batch // 2 + 1 if batch >= 2 else 2

@@ -12,7 +12,7 @@ import statistics
 import torch
 
 from ..result import Correctness
-from . import correctness, harness, policy, transfer
+from . import correctness, harness, policy, transfer, trial_values
 from .op_costs import FlopCount
 from .process import available_memory
 from .worker_common import build, error_report, load_problem, profile_fresh, run_hook, start
@@ -112,8 +112,14 @@ class Judge:
         except BaseException as exc:
             if trial.get("batch"):   # the module does not allow another batch size: skip it
                 return {"skipped": f"reference rejects batch {trial['batch']}: {exc}"}
+            if trial_values.is_tails(trial):   # nor values that far out
+                return {"skipped": f"trial {trial['trial']} skipped: the reference rejects "
+                                   f"{trial_values.DESCRIPTION}: {exc}"}
             return {"problem_error": error_report(exc, self.job["problem_label"],
                                                   self.job["problem_source"])}
+        unusable = trial_values.unusable(trial, outputs)
+        if unusable:
+            return {"skipped": unusable}
         self.trial = (trial, before, outputs)
         self.report.trials = index + 1
         reply = {"prepared": trial}
@@ -130,13 +136,15 @@ class Judge:
         """The candidate's outputs of the trial, read from its file a chunk at a time where
         they are compared (transfer.Streamed), and its inputs as it says it left them."""
         trial, before, outputs = self.trial
+        exact = correctness.Float64Answer(
+            self.model, lambda: harness.trial_inputs(self.module, trial, self.device))
 
         def compare(data: list) -> tuple[bool, str]:
             if len(inputs_after) != len(before):
                 raise transfer.BadOutput(f"its reply fingerprints {len(inputs_after)} inputs; "
                                          f"the trial has {len(before)}")
             return correctness.check_trial(trial, before, outputs, inputs_after, data,
-                                           self.job["policy"], self.report)
+                                           self.job["policy"], self.report, exact)
         try:
             ok, text = candidates_outputs(path, outputs, compare)
         except transfer.TooLarge as err:
@@ -193,8 +201,9 @@ class Judge:
         """The candidate's output of timed call `call`, against the reference on its inputs."""
         outputs = self.forward(self.sets.inputs(call))
         try:
+            exact = correctness.Float64Answer(self.model, lambda: self.sets.inputs(call))
             ok, text = candidates_outputs(path, outputs, lambda data: correctness.compare_outputs(
-                outputs, data, self.job["policy"], Correctness()))
+                outputs, data, self.job["policy"], Correctness(), exact))
         except transfer.TooLarge as err:
             return {"ok": False, "text": str(err)}
         except transfer.BadOutput as err:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..guardrails import Guardrails
 from .process import default_memory_limit
+from .trial_values import TAILS
 
 
 @dataclass
@@ -44,9 +45,9 @@ class EvalOptions:
     def trial_plan(self, secret: int = 0) -> list[dict]:
         """The trials' inputs: seeds offset by `secret`, a number drawn for each evaluation that
         the candidate cannot predict (answers computed ahead for seeds 0..5 were served once)."""
-        distributions = ["given", "given", "scaled", "uniform"]
+        distributions = ["given", "given", "scaled", "uniform", TAILS]   # then given
         plan = [{"seed": self.seed + secret + i, "trial": i + 1,
-                 "distribution": distributions[i % 4] if i < 4 else "given"}
+                 "distribution": distributions[i] if i < len(distributions) else "given"}
                 for i in range(max(1, self.trials))]
         if self.shape_check:
             plan.append({"seed": self.seed + secret + len(plan), "trial": len(plan) + 1,
