@@ -275,3 +275,29 @@ def test_a_note_with_a_bad_max_row_is_named(tmp_path):
     (tmp_path / "rows.md").write_text("---\nmax_row: short\n---\ntext\n")
     with pytest.raises(kb.KnowledgeError, match=r"rows\.md: max_row must be a whole number"):
         kb.user_notes([tmp_path])
+
+
+# --- the example follows the notes (issue 38) ---------------------------------------------------
+
+def test_the_cpp_example_vectorises_the_loops_its_notes_say_need_a_simd_reduction(tmp_path):
+    """The prompt's example does what cpu_vectorisation says: no std::fmax, and g++ (with the
+    flags candidates are built with) vectorises its max and sum reductions."""
+    import re
+    import subprocess
+
+    from kforge_nb.runtime.cpp import FLAGS, compiler
+    source = re.search(r'source = r"""(.*?)"""', GOOD, re.S).group(1)
+    assert "std::fmax(" not in source
+    kernel = tmp_path / "example.cpp"
+    kernel.write_text(source)
+    done = subprocess.run([compiler(), *FLAGS, "-fopt-info-vec-optimized", str(kernel), "-o",
+                           str(tmp_path / "example.so")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    vectorised = {int(n) for n in re.findall(r"example\.cpp:(\d+):\d+: optimized: loop "
+                                             r"vectorized", done.stderr)}
+    lines = source.splitlines()
+    for reduction in ("reduction(max:row_max)", "reduction(+:row_sum)"):
+        pragma = next(i for i, line in enumerate(lines, 1) if reduction in line)
+        # g++ names the loop by its pragma's line or by the loop's own
+        assert {pragma, pragma + 1} & vectorised, (reduction, done.stderr)
