@@ -78,18 +78,6 @@ class LLMGenerator:
         return kb.choose(notes, target.name, kb.problem_ops(problem.source), bound,
                          self.notes, where)
 
-    def sent_before(self, request: GenerationRequest, target) -> set[str]:
-        """The notes an earlier round's prompt already held whole: each attempt of a kind that
-        gets notes got those its parent's profile chose. Worked out from the outcomes, not
-        remembered, so a resumed run (and its replay) says the same as the run it continues."""
-        if not self.knowledge:
-            return set()
-        by_id = {o.id: o for o in request.outcomes}
-        bounds = {by_id[o.parent].bound if o.parent in by_id else None
-                  for o in request.outcomes if o.kind in NOTED}
-        return {p.note.name for bound in bounds
-                for p in self.notes_for(request.problem, target, bound)}
-
     def messages(self, request: GenerationRequest) -> tuple[str, list[dict]]:
         """(system, messages) as they would be sent, without a call (notebook 04 shows the
         prompt a --from seed gives)."""
@@ -98,15 +86,14 @@ class LLMGenerator:
 
     def _prompt(self, request: GenerationRequest) -> tuple[str, list[dict], list[kb.Pick]]:
         target = get_target(request.target)
+        # each chosen note whole in every prompt: a request stands alone (no conversation), so
+        # a note "sent earlier" is a note this request's model never saw
         picks = self.chosen_notes(request, target)
-        sent = self.sent_before(request, target) if picks else set()
-        named = [p for p in picks if p.note.name in sent]
         line = history.on_line(request.outcomes, request.parent)
         context = dict(
             target=target, problem=request.problem, kind=request.kind, precision=self.precision,
             example=target.example(),
-            knowledge=[(p.note.name, p.note.text) for p in picks if p not in named],
-            knowledge_sent=[(p.note.name, p.note.summary) for p in named],
+            knowledge=[(p.note.name, p.note.text) for p in picks],
             knowledge_why=[p.why for p in picks], translate_from=request.translate_from,
             previous_code=request.previous_code, instruction=request.instruction,
             feedback=describe_result(request.previous_result) if request.previous_result else "",

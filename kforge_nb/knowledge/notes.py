@@ -29,13 +29,6 @@ class Note:
     devices: tuple[str, ...] = ()           # cpu, cuda, mps: where the target must run
     max_row: int | None = None              # only for rows at most this long
 
-    @property
-    def summary(self) -> str:
-        """Its first paragraph, on one line: what a prompt repeats once the whole note was sent.
-        A request carries no memory of the last one, so a note's first paragraph says its
-        rules in short (the built-in notes: its title, then "In short: ...")."""
-        return " ".join(self.text.split("\n\n")[0].split())
-
 
 def applies_to(note: Note, target: str) -> bool:
     return not note.targets or target in note.targets or "*" in note.targets
