@@ -101,7 +101,7 @@ def test_an_output_the_header_calls_not_a_tensor_is_a_mismatch_not_a_crash(tmp_p
 
 
 def test_a_large_problem_runs_one_trial_per_distribution_and_says_each_step(options, monkeypatch):
-    """The threshold lowered so that a small ReLU counts as large: trial 2 (a second `given`
+    """The threshold lowered so that a small ReLU counts as large: trial 6 (a second `given`
     draw) is skipped and said; the tails trial (5) and the shape check still run."""
     import kforge_nb.evaluator as evaluator
     from kforge_nb.evaluator import protocol
@@ -110,14 +110,14 @@ def test_a_large_problem_runs_one_trial_per_distribution_and_says_each_step(opti
     monkeypatch.setattr(protocol, "LARGE_TRIAL_BYTES", 1)   # where the protocol reads it
     said: list[str] = []
     result = evaluator.evaluate(load_problem("relu"), candidate_source("cpp_relu"), "cpp",
-                                options(measure=False), progress=said.append)
+                                options(measure=False, trials=6), progress=said.append)
     assert result.state == CORRECT, result.message
-    assert "matches the reference on 5 trials" in result.message
-    assert "trial 2 skipped: a given draw again" in result.message
+    assert "matches the reference on 6 trials" in result.message
+    assert "trial 6 skipped: a given draw again" in result.message
     assert said[0].startswith("built and constructed (")
-    assert [line.split(" (")[0] for line in said[1:6]] == [
-        "trial 1 of 6 matches", "trial 3 of 6 matches", "trial 4 of 6 matches",
-        "trial 5 of 6 matches", "trial 6 of 6 matches"]
+    assert [line.split(" (")[0] for line in said[1:7]] == [
+        "trial 1 of 7 matches", "trial 2 of 7 matches", "trial 3 of 7 matches",
+        "trial 4 of 7 matches", "trial 5 of 7 matches", "trial 7 of 7 matches"]
     assert said[-1].startswith("trials (")
 
 

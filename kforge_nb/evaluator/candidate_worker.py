@@ -114,14 +114,13 @@ class Candidate:
         return {"written": path, "audit": seen, "inputs_after": after}
 
     def prepare_timing(self, trials: list[dict]) -> dict:
-        self.sets = harness.TimingSets([harness.trial_inputs(self.problem, t, self.device)
-                                        for t in trials])
+        self.sets = harness.timing_sets(self.problem, trials, self.device)
         self.forward(self.sets.sets[0])        # warm
         return {"sets": len(self.sets.sets)}
 
     def time(self, calls: int, keep: list[int], hold: bool = True) -> dict:
         """A block of timed calls; the outputs of the calls in `keep` are kept for the judge
-        (`hold`: every output of the block lives until it ends)."""
+        (`hold`: every call's outputs are copied as it returns, harness.time_calls)."""
         with torch.no_grad():
             timed = harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
                                        self.device, keep=keep, kept=self.kept,

@@ -155,12 +155,33 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def serving(root: int, tree: list[int]) -> list[int]:
+    """The processes of a candidate's (or the rival's) worker tree that are the worker itself:
+    `root`, and where it runs in a PID namespace of its own, that namespace's init (PID 1)
+    and the worker under it (PID 2, init's first child: zygote.become_init). Every other
+    process of the tree was started by the candidate's code: its CPU is the candidate's."""
+    depth = len(ns_pids(root)) or 1
+    return [root] + [pid for pid in tree if pid != root and
+                     ns_pids(pid)[depth:] in (["1"], ["2"])]
+
+
+def ns_pids(pid: int) -> list[str]:
+    """A process's pid in each PID namespace it is in, outermost first ([] where unknown)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+    except OSError:
+        return []
+
+
 @dataclass
 class CpuWatch:
-    """CPU time around a timing: the machine's, ours (the parent and both workers), and the
-    candidate's worker's own, with its involuntary context switches."""
-    ours: list[int]           # every pid of ours: the parent, the judge's tree, the worker's
-    worker: list[int]         # the candidate worker's tree
+    """CPU time around a timing: the machine's, ours (the parent, the judge's tree, and the
+    candidate's and the rival's workers themselves), and the candidate worker's tree's, with
+    its involuntary context switches. A process the candidate started is never ours: while
+    it works it is competition (`others`), and its CPU counts in the worker's."""
+    ours: list[int]           # the parent, the judge's tree, the workers (clocks.serving)
+    worker: list[int]         # the candidate worker's tree, whatever the candidate started
     began: float = 0.0
     machine: float | None = None
     own: float = 0.0

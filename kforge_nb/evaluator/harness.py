@@ -7,7 +7,9 @@ at import, before any candidate code exists, so a candidate that patches `time.p
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
+import itertools
 import json
 import os
 import statistics
@@ -132,8 +134,13 @@ def reshape_inputs(inputs: list, new_batch: int) -> list:
     return out
 
 
+RESCALED = "rescaled"      # a trial drawn as a timed call is (TimingSets)
+
+
 def redistribute(inputs: list, distribution: str) -> list:
     """Other value distributions for floating inputs, same signs as the originals'."""
+    if distribution == RESCALED:
+        return rescaled(inputs)
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
@@ -199,32 +206,111 @@ def tensor_bytes(values) -> int:
 # --- timing -------------------------------------------------------------------------------------
 
 
+class Refresh:
+    """What makes a timed call's inputs new, and its random draws the same on both sides.
+
+    Each floating input is refilled with its pristine values times, element by element, two
+    windows of a pool of random factors in [FACTOR_LOW, 1) (signs and domains hold); where
+    each window starts, and the seed the generators get, are drawn for the call from the
+    evaluation's secret key. No two calls share their values, nor any ratio of them (a memo
+    keyed on x[0] / x[1] misses as one keyed on x does), the seed looks like a trial's, and
+    nothing a call sees tells the next call's values. The judge redraws any call from (key, k).
+
+    Inputs longer than the longest window reuse it every WINDOW elements; the refill is two
+    multiplications of memory-bound cost, about what the single rescale it replaced cost."""
+
+    def __init__(self, key: int, inputs: list[list]):
+        self.key = key.to_bytes(8, "little")
+        self.pools: dict = {}            # (dtype, device) -> its factors
+        longest: dict = {}
+        for x in (x for listed in inputs for x in listed if refreshed(x)):
+            where = (x.dtype, x.device)
+            longest[where] = max(longest.get(where, 0), min(x.numel(), WINDOW))
+        factors = torch.Generator().manual_seed(int.from_bytes(self.key, "little"))
+        for (dtype, device), window in longest.items():
+            pool = torch.rand(window + SHIFTS, generator=factors) * (1 - FACTOR_LOW) + FACTOR_LOW
+            self.pools[dtype, device] = pool.to(device=device, dtype=dtype)
+
+    def apply(self, k: int, live: list, pristine: list) -> None:
+        """Refill `live` from `pristine` (the same list to refresh in place) for call k."""
+        drawn = self.draws(k)
+        for x, p in zip(live, pristine):
+            if refreshed(x):
+                pool = self.pools[x.dtype, x.device]
+                refill(x, p, pool, next(drawn) % SHIFTS)
+                refill(x, x, pool, next(drawn) % SHIFTS)
+        seed_generators(next(drawn) >> 2, live)
+
+    def draws(self, k: int):
+        """Call k's random numbers (64-bit), keyed: unknowable without the key."""
+        for block in itertools.count():
+            digest = blake2b(f"{k}:{block}".encode(), key=self.key, digest_size=64).digest()
+            for i in range(0, 64, 8):
+                yield int.from_bytes(digest[i:i + 8], "little")
+
+
+FACTOR_LOW = 0.75       # each of a refill's two factors lies in [FACTOR_LOW, 1)
+SHIFTS = 1 << 16        # where in the pool a window may start
+WINDOW = 1 << 20        # the longest window (4 MiB of float32 factors)
+
+
+def refreshed(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0
+
+
+def refill(live: torch.Tensor, source: torch.Tensor, pool: torch.Tensor, shift: int) -> None:
+    """live = source * the pool's window at `shift`, over memory in order (both are dense with
+    the same strides: TimingSets' copies), a window's length at a time as one broadcast."""
+    n = live.numel()
+    window = min(n, WINDOW)
+    factors = pool[shift:shift + window]
+    rows = n // window
+    out, src = flat(live), flat(source)
+    torch.mul(src[:rows * window].view(rows, window), factors,
+              out=out[:rows * window].view(rows, window))
+    if rows * window < n:
+        torch.mul(src[rows * window:], factors[:n - rows * window], out=out[rows * window:])
+
+
+def flat(x: torch.Tensor) -> torch.Tensor:
+    """A dense tensor's elements in memory order (a clone is dense: TimingSets' copies are)."""
+    return x.as_strided((x.numel(),), (1,), x.storage_offset())
+
+
 class TimingSets:
-    """The input sets timed calls rotate over, and what makes every call's values new.
+    """The input sets timed calls rotate over: before call k (untimed) set k mod n is
+    refreshed for it (Refresh). The sets are copied twice (pristine and live), dense, so a
+    refresh is a pass over memory in order whatever strides get_inputs() gave."""
 
-    Before call k (untimed) the floating inputs of set k mod n are refilled with the set's
-    pristine values times a factor unique to k (in [0.75, 1): signs and domains hold). No
-    memo keyed on addresses, shapes or sampled values is ever served twice, and the judge can
-    recompute the inputs of any timed call from (set, k) to check its output."""
-
-    def __init__(self, sets: list[list]):
-        self.pristine = sets
-        self.sets = [fresh_copies(s) for s in sets]
+    def __init__(self, sets: list[list], key: int = 0):
+        self.pristine = [fresh_copies(s) for s in sets]
+        self.sets = [fresh_copies(s) for s in self.pristine]
+        self.refresh = Refresh(key, self.pristine)
         self.calls = 0
 
     def inputs(self, k: int) -> list:
         """Set k mod n, refreshed for call k; the random generators are seeded for call k
         too, so a module that draws random numbers (dropout) draws the same on both sides."""
         j = k % len(self.sets)
-        factor = call_factor(k)
-        for live, pristine in zip(self.sets[j], self.pristine[j]):
-            if isinstance(live, torch.Tensor) and live.is_floating_point():
-                torch.mul(pristine, factor, out=live)
-        seed_generators(CALL_SEED + k, self.sets[j])
+        self.refresh.apply(k, self.sets[j], self.pristine[j])
         return self.sets[j]
 
 
-CALL_SEED = 1 << 20
+def timing_sets(module, plan: list[dict], device: str) -> TimingSets:
+    """The timing's input sets, drawn as `plan` says (EvalOptions.timing_sets: seeds and the
+    refresh's key)."""
+    return TimingSets([trial_inputs(module, t, device) for t in plan],
+                      plan[0].get("key", 0) if plan else 0)
+
+
+def rescaled(inputs: list) -> list:
+    """A trial's draw refreshed as a timed call's is, copies included (the key drawn from the
+    trial's seed, so both workers agree): no statistic of the values, their ratios or their
+    layout tells a timed call from this trial."""
+    key = int(torch.randint(1 << 62, (1,)))
+    copies = fresh_copies(inputs)
+    Refresh(key, [copies]).apply(0, copies, copies)
+    return copies
 
 
 def seed_generators(seed: int, inputs: list) -> None:
@@ -236,11 +322,7 @@ def seed_generators(seed: int, inputs: list) -> None:
         torch.cuda.default_generators[device.index or 0].manual_seed(seed)
 
 
-def call_factor(k: int) -> float:
-    """Call k's scale of its set's pristine values: in [0.75, 1), never the same for two calls
-    (golden-ratio steps), and a quarter away from the warm-up's 1.0. A step of 1e-4 moved a
-    softmax by about its own 1e-4 tolerance, so a memo keyed on addresses sometimes passed."""
-    return 0.75 + 0.25 * ((k * 0.6180339887498949) % 1.0)
+HOLD_BYTES = 1 << 30     # every call's outputs are copied where a block's copies fit in this
 
 
 def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
@@ -249,16 +331,21 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
     over the sets as they stand (through `untimed`, default `call`), which work hidden on other
-    streams cannot escape. CPU: the monotonic clock around each call.
+    streams cannot escape. CPU: the monotonic clock around each call, which stops only once
+    every page of the outputs has been read (touch): an answer computed when first read (its
+    pages protected, a fault handler computing) is timed with its call.
+
+    Each call's outputs are then copied (read_out): every call's where a block's copies fit
+    (`hold_outputs`, HOLD_BYTES), all kept until the block ends, so no call is treated
+    differently from another while the block runs; else only those in `keep`. The copies of
+    the calls in `keep` go to `kept`, for the judge.
 
     `watch` (a TorchFunctionMode) is active for the whole block, and the harness's own work
     between calls runs with torch-function handling off: the calls themselves pay only for the
     torch functions the candidate calls, and the watch sees nothing but those."""
-    samples = []
+    samples, copies = [], []
+    copy_all = None         # decided on the first call's outputs
     first = sets.calls
-    # every output of the block lives until the block ends, kept or not: which call is kept
-    # cannot be read off which outputs are freed (where the block's outputs fit in memory)
-    held: list | None = [] if keep and kept is not None and hold_outputs else None
     with QUIET():
         flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda") \
             if device == "cuda" else None
@@ -283,18 +370,25 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
             out = call(inputs)
             if flush is None:
                 synchronize(device)
+                with QUIET():
+                    touch(out)
                 samples.append((perf_counter_ns() - begin) / 1e6)
             with QUIET():
                 if flush is not None:
                     event_record(end)
                     cuda_synchronize()
                     samples.append(event_elapsed(start, end))
-                if k - first in keep and kept is not None:
-                    kept[k] = read_out(out)
-                if held is not None:
-                    held.append(out)
+                if copy_all is None:
+                    copy_all = hold_outputs and calls * output_bytes(out) <= HOLD_BYTES
+                if copy_all or k - first in keep:
+                    copy = read_out(out)
+                    if k - first in keep and kept is not None:
+                        kept[k] = copy
+                    else:
+                        copies.append(copy)
+                    del copy
                 del out
-        del held
+        del copies
         sets.calls = first + calls
         wall_ms = None
         if flush is not None:
@@ -307,12 +401,53 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
 
 
 QUIET = torch._C.DisableTorchFunction     # the harness's own torch calls: not the candidate's
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def touch(value) -> None:
+    """Read one byte of every memory page the CPU tensors of `value` cover (and their last
+    byte): a protected page faults here, inside the call's time. Through the tensor's own
+    pointer, as bytes, whatever its dtype or its type; a few microseconds a call."""
+    if isinstance(value, torch.Tensor):
+        span = byte_span(value)
+        if span is not None:
+            pages = memoryview((ctypes.c_ubyte * span[1]).from_address(span[0])).cast("B")
+            pages[::PAGE].tobytes()
+            pages[-1]
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            touch(v)
+
+
+def byte_span(t: torch.Tensor) -> tuple[int, int] | None:
+    """(address, length) of the bytes a CPU tensor's elements lie in; None where it has no
+    host memory of its own to read (empty, on a device, not strided, a wrapper)."""
+    try:
+        if not t.is_cpu or t.layout != torch.strided or t.numel() == 0 or not t.data_ptr():
+            return None
+        elements = t.numel() if t.is_contiguous() else \
+            1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        return t.data_ptr(), elements * t.element_size()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def tensors_in(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from tensors_in(v)
+
+
+def output_bytes(value) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors_in(value))
 
 
 def read_out(value):
-    """A kept output as it is the moment its call returns: copied before any more of the
-    candidate's code runs, so neither a later call reusing its buffer, an input refilled for
-    the next call, nor work the candidate finishes afterwards (a thread filling the buffer
+    """A timed call's output as it is the moment its call returns: copied before any more of
+    the candidate's code runs, so neither a later call reusing its buffer, an input refilled
+    for the next call, nor work the candidate finishes afterwards (a thread filling the buffer
     late) changes what the judge sees. Never a subclass's clone: that could compute."""
     if type(value) is torch.Tensor:
         return tensor_clone(value)

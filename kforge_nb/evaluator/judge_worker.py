@@ -159,8 +159,7 @@ class Judge:
 
     # -- timing, interleaved with the candidate's ---------------------------------------------
     def prepare_timing(self, trials: list[dict]) -> dict:
-        self.sets = harness.TimingSets([harness.trial_inputs(self.module, t, self.device)
-                                        for t in trials])
+        self.sets = harness.timing_sets(self.module, trials, self.device)
         self.forward(self.sets.sets[0])            # warm
         return {"sets": len(self.sets.sets),
                 "policy": policy.describe(self.job["policy"], self.device)}

@@ -2,10 +2,13 @@
 profiles) and the inputs its trials and timed calls draw."""
 from __future__ import annotations
 
+import hashlib
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..guardrails import Guardrails
+from .harness import RESCALED
 from .process import default_memory_limit
 from .trial_values import TAILS
 
@@ -43,20 +46,40 @@ class EvalOptions:
     rival_id: str = ""
 
     def trial_plan(self, secret: int = 0) -> list[dict]:
-        """The trials' inputs: seeds offset by `secret`, a number drawn for each evaluation that
-        the candidate cannot predict (answers computed ahead for seeds 0..5 were served once)."""
-        distributions = ["given", "given", "scaled", "uniform", TAILS]   # then given
-        plan = [{"seed": self.seed + secret + i, "trial": i + 1,
+        """The trials' inputs. Every seed is drawn from `secret`, a number drawn for each
+        evaluation that the candidate cannot predict (answers computed ahead for seeds 0..5
+        were served once), as the timed calls' seeds are: no seed tells a trial from the next
+        one or from a timed call (consecutive seeds did, and a timed call's 2**20 + k). One
+        trial is drawn as a timed call is (`rescaled`), so no statistic of the values does."""
+        distributions = ["given", RESCALED, "scaled", "uniform", TAILS]   # then given
+        seeds = drawn(self.seed, secret, "trials")
+        plan = [{"seed": next(seeds), "trial": i + 1,
                  "distribution": distributions[i] if i < len(distributions) else "given"}
                 for i in range(max(1, self.trials))]
         if self.shape_check:
-            plan.append({"seed": self.seed + secret + len(plan), "trial": len(plan) + 1,
+            plan.append({"seed": next(seeds), "trial": len(plan) + 1,
                          "distribution": "given", "batch": "auto"})
         return plan
 
     def timing_sets(self, input_bytes: int, secret: int = 0) -> list[dict]:
         """Input sets the timed calls rotate over: three, fewer when inputs are large (each set
-        is held twice on each side: its pristine values and the refreshed copy)."""
+        is held twice on each side: its pristine values and the refreshed copy). Each names
+        the key every timed call's refresh and seed are drawn from (harness.Refresh)."""
         count = 3 if input_bytes <= 256 << 20 else 2 if input_bytes <= 1 << 30 else 1
-        return [{"seed": self.seed + secret + 1000 + j, "distribution": "given"}
-                for j in range(count)]
+        seeds = drawn(self.seed, secret, "timing")
+        key = next(seeds)
+        return [{"seed": next(seeds), "distribution": "given", "key": key}
+                for _ in range(count)]
+
+    def seed_for(self, secret: int, purpose: str) -> int:
+        """One more seed drawn from `secret`, for inputs outside the trials and the timing
+        (the call Nsight Compute profiles)."""
+        return next(drawn(self.seed, secret, purpose))
+
+
+def drawn(seed: int, secret: int, purpose: str):
+    """Seeds (62-bit) for `purpose`, each a keyed hash of (seed, secret): independent of one
+    another to anyone without the secret."""
+    for i in itertools.count():
+        digest = hashlib.blake2b(f"{seed}:{secret}:{purpose}:{i}".encode(), digest_size=8)
+        yield int.from_bytes(digest.digest(), "little") >> 2

@@ -1,6 +1,6 @@
 """Timing a correct candidate (step 5): the sides of a round, calls per block calibrated to the
-budget, the rounds interleaved in ABBA order until the speedup's interval is narrow, the kept
-timed calls checked again, the clocks cross-checked, the roofline's physics limit, then the
+budget, the rounds interleaved in ABBA order until the speedup's interval is narrow, timed calls
+of every block checked again, the clocks cross-checked, the roofline's physics limit, then the
 profiles and Nsight Compute's counters."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import statistics
 import time
 
 from ..result import MISMATCH, REJECTED, Result
-from . import clocks, nsight, stats, transfer
+from . import clocks, harness, nsight, stats, transfer
 from .figures import TimingFigures, profile_note
 from .process import WorkerFailure, descendants
 from .rival import RivalFailed
@@ -24,7 +24,6 @@ SUSPICIOUS_SPEEDUP = 10.0
 # spinning beside two other test runs on 2 cores 0.1)
 OUTSIDE_CORES = 0.03
 
-NSIGHT_SEED = 3000       # the inputs of the call Nsight Compute profiles
 NSIGHT_TIMEOUT_S = 150.0
 # the interleaved rounds go on until the interval is narrow, for at most this many times the
 # timing budget, and never more than TIMING_CAP_S (the fewest rounds always run)
@@ -32,6 +31,9 @@ TIMING_CAP_FACTOR = 4.0
 BUSY_CAP_FACTOR = 4.0    # ... and this many times longer again while the CPU is contested
 TIMING_CAP_S = 120.0
 SLOW_CALL_MS = 100.0            # calls this slow are timed one a block
+CHECKED_PER_BLOCK = 2           # timed calls of each candidate (and rival) block the judge checks
+FEW_CALLS = 4                   # ... all of them in a block this short, where outputs are small
+LARGE_OUTPUT = 256 << 20        # ... one a block where outputs are this large
 
 
 class TimedRounds(TimingFigures):
@@ -57,9 +59,6 @@ class TimedRounds(TimingFigures):
             rechecked = True
             if statistics.median(again["ratios"]["judge"]) < speedup:
                 paired, speedup = again, statistics.median(again["ratios"]["judge"])
-        if self.check_timed_calls(result, paired["kept"]):
-            return
-        self.check_rival_calls(paired)
         self.fill_timing(result, paired, speedup, rechecked, note)
         self.lap("timing")
         # the physics floor: the outputs' bytes at the guaranteed bandwidth (physics.py); a
@@ -106,28 +105,33 @@ class TimedRounds(TimingFigures):
         except RivalFailed as failed:
             self.void_rival(str(failed))
 
-    def check_rival_calls(self, paired: dict) -> None:
-        """The rival's kept timed calls must be right too, or the head-to-head is void."""
-        for call in paired.get("rival_kept") or []:
+    def check_rival_calls(self, calls: list[int]) -> None:
+        """The rival's kept timed calls must be right too, or the head-to-head is void
+        (RivalFailed) and the rival is dropped from the standing (`rival_wrong`)."""
+        for call in calls:
             path = self.rival.exchange_path(f"call{call}.bin")
-            try:
-                reply = self.rival.ask("kept_output", call, path)
-            except RivalFailed as failed:
-                return self.void_rival(str(failed))
-            checked = self.ask_judge("check_sample", call, path)
+            reply = self.rival.ask("kept_output", call, path)
+            checked = {"bad_output": reply["odd_output"]} if reply.get("odd_output") else \
+                self.ask_judge("check_sample", call, path)
             if "bad_output" in checked or not checked.get("ok"):
                 why = checked.get("bad_output") or checked.get("text", "")
                 self.rival_wrong = True     # the best so far is not: the session drops it
-                return self.void_rival(f"its output of timed call {call + 1} was wrong: {why}")
-            if reply.get("odd_output"):
-                return self.void_rival(reply["odd_output"])
+                raise RivalFailed(f"its output of timed call {call + 1} was wrong: {why}")
 
     def ask_side(self, side: str, calls: int, keep: list[int] = (), hold: bool = True) -> dict:
-        """One timed block of `side` (see timing_sides)."""
+        """One timed block of `side` (see timing_sides). The calls in `keep` of the
+        candidate's and the rival's blocks are checked by the judge as soon as the block ends,
+        so that no block goes unchecked (a wrong one ends the judging: CandidateFailed; voids
+        the head-to-head: RivalFailed)."""
         if side == "candidate":
-            return self.ask_candidate("time", calls, list(keep), hold)
+            block = self.ask_candidate("time", calls, list(keep), hold)
+            if "failed" not in block:
+                checked_after(self, lambda: self.check_timed_calls(block["kept"]))
+            return block
         if side == "rival":
-            return self.rival.ask("time", calls, list(keep), hold)
+            block = self.rival.ask("time", calls, list(keep), hold)
+            checked_after(self.rival, lambda: self.check_rival_calls(block["kept"]))
+            return block
         return self.ask_judge("time", calls, side in ("policy", "compile_policy"),
                               side.startswith("compile"))
 
@@ -171,19 +175,17 @@ class TimedRounds(TimingFigures):
         speedup over eager is within ±5 % and the head-to-head with the rival is decided (or
         narrow), or the time cap is reached (stats.enough_rounds, stats.settled). Each round
         gives one ratio a side: that side's median over the candidate's; and each block its
-        low quantile (stats.block_low), which noise that only adds time leaves alone. The
-        candidate (and the rival) keep the outputs of timed calls picked at random (all of them
-        when there are few), so an answer that is right only on some calls cannot count on
-        which. The CPU time of the machine, ours and the workers' is read around it all."""
+        low quantile (stats.block_low), which noise that only adds time leaves alone. In every
+        block of the candidate (and the rival) timed calls picked by a secret random are
+        checked (checked_calls), so an answer that is right only on some calls or in some
+        rounds cannot count on which. The CPU time of the machine, ours and the workers' is
+        read around it all."""
         sides = list(calls)
         times = {side: [] for side in sides}
         lows = {side: [] for side in sides}
         ratios = {side: [] for side in sides if side not in ("candidate", "rival")}
-        walls, clocked, rival_clocked, kept = [], [], [], {}
-        # every output of a block held until it ends, where they fit (harness.time_calls)
-        hold = calls["candidate"] * self.summary.get("output_bytes", 0) <= 1 << 30
+        walls, clocked, rival_clocked = [], [], []
         chooser = random.SystemRandom()
-        checked_round = chooser.randrange(rounds)
         watch = self.cpu_watch()
         outside = self.outside_watch()
         began = time.monotonic()
@@ -197,9 +199,10 @@ class TimedRounds(TimingFigures):
             for side in order:
                 cpu_before = outside.before(side) if outside is not None else None
                 if side in ("candidate", "rival"):
-                    few = calls[side] <= 4 and self.summary.get("output_bytes", 0) <= 256 << 20
-                    keep = [] if k != checked_round else list(range(calls[side])) if few \
-                        else [chooser.randrange(calls[side])]
+                    keep = self.checked_calls(chooser, calls[side])
+                    # every call's outputs copied as it returns, where a block's fit
+                    # (harness.time_calls): no call of the block is handled differently
+                    hold = calls[side] * self.summary.get("output_bytes", 0) <= harness.HOLD_BYTES
                     if side == "rival":
                         try:
                             block[side] = self.ask_side(side, calls[side], keep, hold)
@@ -234,9 +237,6 @@ class TimedRounds(TimingFigures):
                     ratios[side].append(medians[side] / c if c > 0 else float("inf"))
             if block["candidate"].get("wall_ms"):
                 walls.append(block["candidate"]["wall_ms"])
-            if k == checked_round:
-                kept = {side: block[side]["kept"] for side in ("candidate", "rival")
-                        if side in sides}
             clocked.append((clocks.Block(block["judge"]["samples"], judge_wall),
                             clocks.Block(block["candidate"]["samples"], candidate_wall)))
             if "rival" in sides:
@@ -283,9 +283,8 @@ class TimedRounds(TimingFigures):
                                 "candidate was timed")
                 sides.remove("rival")
         return {"times": times, "lows": lows, "ratios": ratios, "walls": walls, "stop": stop,
-                "calls": calls, "kept": kept.get("candidate", []),
-                "rival_kept": kept.get("rival", []) if "rival" in sides else [],
-                "rival": "rival" in sides, "cpu": watch.reading() if watch else None}
+                "calls": calls, "rival": "rival" in sides,
+                "cpu": watch.reading() if watch else None}
 
     def void_rival(self, why: str) -> None:
         """The head-to-head is off (the candidate's judging goes on): said in its verdict."""
@@ -302,34 +301,44 @@ class TimedRounds(TimingFigures):
         return clocks.Outside(roots)
 
     def cpu_watch(self) -> clocks.CpuWatch | None:
-        """On the CPU: who else had it while timing (stats.busy_decision)."""
+        """On the CPU: who else had it while timing (stats.busy_decision). The processes the
+        candidate (or the rival) started are not ours (clocks.serving)."""
         if self.device != "cpu":
             return None
         worker = descendants(self.worker.pid)
-        ours = [os.getpid(), *descendants(self.judge.pid), *worker]
+        ours = [os.getpid(), *descendants(self.judge.pid),
+                *clocks.serving(self.worker.pid, worker)]
+        if self.rival is not None and not self.rival_void:
+            ours += clocks.serving(self.rival.pid, descendants(self.rival.pid))
         return clocks.CpuWatch(ours, worker).start()
 
-    def check_timed_calls(self, result: Result, calls: list[int]) -> bool:
+    def checked_calls(self, chooser: random.SystemRandom, calls: int) -> list[int]:
+        """Which calls of a block the judge checks, drawn by a secret random (the first call
+        as likely as any): all of a few small ones, else CHECKED_PER_BLOCK, or one where
+        outputs are large."""
+        output = self.summary.get("output_bytes", 0)
+        if calls <= FEW_CALLS and output <= LARGE_OUTPUT:
+            return list(range(calls))
+        return sorted(chooser.sample(range(calls),
+                                     1 if output > LARGE_OUTPUT else min(CHECKED_PER_BLOCK, calls)))
+
+    def check_timed_calls(self, calls: list[int]) -> None:
         """The kept timed calls' outputs must be right too (a memo or a skipped computation
-        serves a stale answer once nobody seems to be checking)."""
+        serves a stale answer once nobody seems to be checking): each against the reference
+        on that call's inputs, by the judge. A wrong one ends the judging (CandidateFailed)."""
         for call in calls:
             path = self.exchange_path(f"call{call}.bin")
-            reply = self.ask_candidate("kept_output", call, path)
-            refused = self.refused(reply)
+            refused = self.refused(self.ask_candidate("kept_output", call, path))
+            if refused is None:
+                checked = self.ask_judge("check_sample", call, path)
+                if "bad_output" in checked:
+                    refused = bad_output(checked["bad_output"], f"timed call {call + 1}")
+                elif not checked["ok"]:
+                    refused = Result(MISMATCH, f"the output of timed call {call + 1} differs "
+                                     f"from the reference on that call's inputs: "
+                                     f"{checked['text']}")
             if refused is not None:
-                break
-            checked = self.ask_judge("check_sample", call, path)
-            if "bad_output" in checked:
-                refused = bad_output(checked["bad_output"], f"timed call {call + 1}")
-                break
-            if not checked["ok"]:
-                refused = Result(MISMATCH, f"the output of timed call {call + 1} differs from "
-                                 f"the reference on that call's inputs: {checked['text']}")
-                break
-        else:
-            return False
-        overturn(result, refused)
-        return True
+                raise CandidateFailed(refused)
 
     def profile(self, result: Result) -> None:
         """Several calls profiled on each side, the median one's events shown; where the
@@ -357,7 +366,7 @@ class TimedRounds(TimingFigures):
         if not prefix or not self.device.startswith("cuda") or (
                 over is not None and (speedup is None or speedup < over)):
             return
-        trial = {"seed": self.options.seed + NSIGHT_SEED, "distribution": "given"}
+        trial = {"seed": self.options.seed_for(self.secret, "nsight"), "distribution": "given"}
         self.worker.extend(NSIGHT_TIMEOUT_S + 30)
         try:
             command = ("nsight", prefix, str(self.folder / "weights.pt"), trial,
@@ -375,3 +384,13 @@ def busy_so_far(watch: clocks.CpuWatch) -> bool:
     seen = watch.reading()
     return stats.busy_decision(seen["load1"], seen["cores"], seen["others_cores"],
                                seen["worker_cpu_s"], seen["wall_s"], seen["preempted"])[0]
+
+
+def checked_after(worker, check) -> None:
+    """Run `check` after a timed block of `worker` (the Evaluation, for the candidate's, or
+    the Rival), leaving its `last_wall_ms` the block's own: the clocks compare that one."""
+    wall = worker.last_wall_ms
+    try:
+        check()
+    finally:
+        worker.last_wall_ms = wall

@@ -1,6 +1,6 @@
 """Exploit (predicted inputs): the inputs of every trial and every timed call are drawn from
-seeds the candidate can predict (trials: seed + i with EvalOptions.trial_plan's
-distributions; timing: seeds 1000 + j, refilled with harness.call_factor(k) before call k).
+seeds the candidate can predict (trials: EvalOptions.trial_plan's; timing: the sets and the
+refresh key EvalOptions.timing_sets names, refilled as harness.timing_sets does before call k).
 In __init__ (never audited) it re-imports the problem from ../reference.py (the run folder
 holds it beside candidate.py), draws exactly those inputs with the evaluator's own
 harness.trial_inputs, and computes the answers with torch. forward() never reads x: it counts
@@ -44,11 +44,9 @@ class ModelNew(nn.Module):
         problem, options = reference_module(), EvalOptions()
         self.answers = [torch.relu(harness.trial_inputs(problem, trial)[0])
                         for trial in options.trial_plan()]
-        pristine = [harness.trial_inputs(problem, t)[0] for t in options.timing_sets(0)]
-        self.answers.append(torch.relu(pristine[0]))           # the untimed warm-up call
-        self.answers += [torch.relu(torch.mul(pristine[k % len(pristine)],
-                                              harness.call_factor(k)))
-                         for k in range(TIMED_CALLS)]
+        sets = harness.timing_sets(problem, options.timing_sets(0), "cpu")
+        self.answers.append(torch.relu(sets.sets[0][0]))       # the untimed warm-up call
+        self.answers += [torch.relu(sets.inputs(k)[0]) for k in range(TIMED_CALLS)]
         self.calls = 0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
