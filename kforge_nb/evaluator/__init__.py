@@ -20,6 +20,8 @@ In the parent process (decides every verdict)
   device_lock.py  timing holds the device alone; building and checking share it
   process.py      worker processes: start (from the fork server), talk, deadlines, memory
   sandbox.py      the candidate's sandbox as the parent plans it (env, folders, caches)
+  sandbox_usage.py  the sandbox from outside: its caps checked, what outlives the worker
+  safe_open.py    reading what a candidate could have made: no FIFO, no link, bounded
 
 In the worker processes (forked from zygote.py; no verdict is decided there)
   workers.py          the entry points the fork server runs: reference_main, candidate_main

@@ -229,15 +229,13 @@ class Worker:
         self.timeout_s, self.memory_bytes = timeout_s, memory_bytes
         self.peak_rss = 0
         self.sandbox = job.get("sandbox") or {}
-        self.disk = sandbox_usage.DiskCaps(self.sandbox, self.pid)
+        self.watch = sandbox_usage.Watch(self.sandbox, self.pid)
 
     def held(self) -> int:
         """The memory it holds against its cap: its processes', and its own tmpfs'."""
         held, peak = memory(self.pid)
         self.peak_rss = max(self.peak_rss, peak)
-        if self.sandbox.get("enabled"):
-            held += sandbox_usage.in_own_tmpfs(self.pid)
-        return held
+        return held + self.watch.in_tmpfs()
 
     def send(self, message) -> None:
         self.conn.send(message)
@@ -250,7 +248,9 @@ class Worker:
             first = False
             if not eof and self.conn.poll(0.05):
                 try:
-                    return self.frame()
+                    message = self.frame()
+                    self.watch.settle()
+                    return message
                 except EOFError:
                     eof = True   # the child is gone; its exit status says why
             code = self.server.exits.get(self.pid)
@@ -268,8 +268,12 @@ class Worker:
                                     "(an infinite loop or a hang?)", self.log.text_tail())
 
     def within_caps(self, walk: bool) -> None:
-        """Its memory and its folders on disk under their caps, else it is killed and the
+        """Its folders on disk and its memory under their caps, else it is killed and the
         failure says which (`walk`: its folders looked at now, not only when due)."""
+        full = self.watch.disk_over(now=walk)
+        if full:
+            self.kill()
+            raise WorkerFailure("out_of_space", f"the worker {full}", self.log.text_tail())
         held = self.held()
         if held > self.memory_bytes:
             self.kill()
@@ -277,10 +281,6 @@ class Worker:
                                 f"memory, over the {self.memory_bytes / 2**30:.2f} GiB limit "
                                 "(its processes, shared mappings included, and its own tmpfs)",
                                 self.log.text_tail())
-        full = self.disk.over(now=walk)
-        if full:
-            self.kill()
-            raise WorkerFailure("out_of_space", f"the worker {full}", self.log.text_tail())
 
     def frame(self) -> dict:
         """The frame that has begun to arrive: whole within the deadline, a JSON object."""

@@ -10,8 +10,9 @@ that are kept, and those through safe_open (no FIFO waited on, no link followed,
   read with statvfs through /proc/PID/root. process.py adds its processes' memory and checks
   the sum against the one cap;
 * disk: its folders on disk (its kernel cache, the exchange for outputs too large for memory;
-  HOME and the memory exchange where no tmpfs of its own could be mounted), each walked twice a
-  second, a bounded number of entries, against its cap;
+  HOME and the memory exchange where no tmpfs of its own could be mounted), each walked before
+  every reply is taken and twice a second while one is awaited, a bounded number of entries,
+  against its cap;
 * after it: its HOME's small regular files copied beside the run's artifacts, its cache pruned
   (anything but files and folders removed; all of it when over its cap), the memory
   exchange's link removed.
@@ -29,7 +30,7 @@ from .sandbox_root import mount_table
 
 MAX_ENTRIES = 20_000     # files and folders a capped folder may hold (each costs the kernel)
 MAX_DEPTH = 16
-DISK_EVERY_S = 0.5       # how often its folders on disk are walked
+LOOK_EVERY_S = 0.5       # how often its folders on disk are walked while a reply is awaited
 HOME_KEPT = 16 << 20     # what of its HOME is kept with the artifacts: at most this many bytes
 HOME_FILES = 256         # ... in at most this many files and folders
 
@@ -43,10 +44,11 @@ def own_mounts(pid: int) -> list[str]:
     return [mount for mount, _, kind, source in table if kind == "tmpfs" and source == TMPFS_TAG]
 
 
-def in_own_tmpfs(pid: int) -> int:
-    """Bytes the worker `pid` holds in its own tmpfs (an unlinked file still open counts)."""
+def tmpfs_bytes(pid: int, mounts: list[str]) -> int:
+    """Bytes the worker `pid` holds in these tmpfs of its own (a file unlinked but still open
+    counts: a tmpfs counts its blocks, not its names)."""
     used = 0
-    for mount in own_mounts(pid):
+    for mount in mounts:
         try:
             fs = os.statvfs(f"/proc/{pid}/root{mount}")
         except OSError:
@@ -106,22 +108,40 @@ def folder_bytes(top: str) -> tuple[int, int]:
     return used, count
 
 
-class DiskCaps:
-    """The worker's folders on disk, each under its cap, walked every DISK_EVERY_S."""
+class Watch:
+    """A sandboxed worker seen from outside, for process.Worker: the bytes in its own tmpfs,
+    read at every look, and its folders on disk, walked every LOOK_EVERY_S and whenever asked
+    to look `now`. Its own tmpfs are found in its mount table, read at each walk until its
+    first message (its sandbox is complete before the worker says anything), then once more
+    and no longer: nothing it can do adds one."""
 
     def __init__(self, spec: dict, pid: int):
-        self.folders = (spec.get("disk_caps") or []) if spec.get("enabled") else []
+        self.on = bool(spec.get("enabled"))
+        self.folders = (spec.get("disk_caps") or []) if self.on else []
         self.pid = pid
+        self.mounts: list[str] = []
+        self.settled = False
         self.due = 0.0
 
-    def over(self, now: bool = False) -> str:
-        """What it filled past its cap ("" while nothing is): walked when due, or `now`."""
-        if not self.folders or not now and time.monotonic() < self.due:
+    def settle(self) -> None:
+        """Its first message has come: its own tmpfs are where they stay."""
+        if self.on and not self.settled:
+            self.mounts, self.settled = own_mounts(self.pid), True
+
+    def in_tmpfs(self) -> int:
+        """Bytes it holds in its own tmpfs (as of the last look at its mount table)."""
+        return tmpfs_bytes(self.pid, self.mounts) if self.mounts else 0
+
+    def disk_over(self, now: bool = False) -> str:
+        """What it filled past its cap on disk ("" while nothing is): looked at when due, or
+        `now`."""
+        if not self.on or not now and time.monotonic() < self.due:
             return ""
-        self.due = time.monotonic() + DISK_EVERY_S
-        own = set(own_mounts(self.pid))
+        self.due = time.monotonic() + LOOK_EVERY_S
+        if not self.settled:
+            self.mounts = own_mounts(self.pid)
         for what, folder, cap in self.folders:
-            if folder in own or os.path.islink(folder):
+            if folder in self.mounts or os.path.islink(folder):
                 continue             # a tmpfs of its own: counted as its memory
             used, count = folder_bytes(folder)
             if used > cap or count > MAX_ENTRIES:

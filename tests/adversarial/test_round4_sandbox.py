@@ -222,14 +222,13 @@ def test_a_folder_with_more_entries_than_its_cap_allows_is_over_it(tmp_path):
     folder.mkdir()
     for i in range(sandbox_usage.MAX_ENTRIES + 1):
         (folder / str(i)).touch()
-    caps = sandbox_usage.DiskCaps({"enabled": True, "disk_caps": [
+    watch = sandbox_usage.Watch({"enabled": True, "disk_caps": [
         ["its kernel cache", str(folder), 1 << 30]]}, os.getpid())
-    said = caps.over(now=True)
+    said = watch.disk_over(now=True)
     assert said.startswith("filled its kernel cache") and \
         f"more than {sandbox_usage.MAX_ENTRIES} files and folders" in said
     (folder / "0").unlink()
-    (folder / "1").unlink()
-    assert caps.over(now=True) == ""
+    assert watch.disk_over(now=True) == ""
 
 
 # --- as an unprivileged user ----------------------------------------------------------------
