@@ -42,8 +42,10 @@ def need(condition: bool, what: str) -> None:
         raise ProtocolError(what)
 
 
-def given(value, what: str) -> None:
-    need(value is not None, f"{what} is missing")
+def refuse(value, what: str, expected: str):
+    """The protocol violation of a value that is not what was `expected` (messages are made
+    only here: the checks of an honest reply format nothing)."""
+    raise ProtocolError(f"{what} is missing" if value is None else f"{what} is not {expected}")
 
 
 def number(value) -> bool:
@@ -55,43 +57,40 @@ def number(value) -> bool:
 
 
 def time_ms(value, what: str) -> float:
-    given(value, what)
-    need(number(value) and value >= 0, f"{what} is not a finite non-negative time")
+    if not (number(value) and value >= 0):
+        refuse(value, what, "a finite non-negative time")
     return value
 
 
 def count(value, what: str, below: int = BELOW_CALLS) -> int:
-    given(value, what)
-    need(isinstance(value, int) and not isinstance(value, bool) and 0 <= value < below,
-         f"{what} is not a whole number from 0 to {below - 1}")
+    if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < below):
+        refuse(value, what, f"a whole number from 0 to {below - 1}")
     return value
 
 
 def text(value, what: str, limit: int = LONG_TEXT) -> str:
-    given(value, what)
-    need(isinstance(value, str) and len(value) <= limit,
-         f"{what} is not a text of at most {limit} characters")
+    if not (isinstance(value, str) and len(value) <= limit):
+        refuse(value, what, f"a text of at most {limit} characters")
     return value
 
 
 def name(value, what: str) -> str:
     """One line of at most NAME characters, without a control character: it is said inside
     the evaluator's own sentences."""
-    given(value, what)
-    need(isinstance(value, str) and len(value) <= NAME and "\n" not in value and
-         not CONTROL.search(value), f"{what} is not a one-line name")
+    if not (isinstance(value, str) and len(value) <= NAME and "\n" not in value and
+            not CONTROL.search(value)):
+        refuse(value, what, "a one-line name")
     return value
 
 
 def listed(value, what: str) -> list:
-    given(value, what)
-    need(isinstance(value, list) and len(value) <= ITEMS,
-         f"{what} is not a list of at most {ITEMS} entries")
+    if not (isinstance(value, list) and len(value) <= ITEMS):
+        refuse(value, what, f"a list of at most {ITEMS} entries")
     return value
 
 
 def names(value, what: str) -> list[str]:
-    return [name(v, f"an entry of {what}") for v in listed(value, what)]
+    return [name(v, "an entry of " + what) for v in listed(value, what)]
 
 
 def shown(value) -> str:
@@ -105,8 +104,8 @@ def shown(value) -> str:
 def failure(failed) -> dict:
     """A failure the worker reports: the exception (or the compiler's error), and the step."""
     need(isinstance(failed, dict), "`failed` is not an object")
-    need(failed.get("state") in FAILURE_STATES,
-         f"`failed` claims the state {shown(failed.get('state'))}")
+    if failed.get("state") not in FAILURE_STATES:
+        raise ProtocolError(f"`failed` claims the state {shown(failed.get('state'))}")
     step = PHASE.match(text(failed.get("phase"), "`failed.phase`"))
     need(step is not None, "`failed.phase` is not a step of the protocol")
     kind = text(failed.get("type"), "`failed.type`", NAME)
@@ -140,7 +139,8 @@ def audit(seen) -> dict:
 
 
 def flag(value, what: str) -> bool:
-    need(isinstance(value, bool), f"{what} is not true or false")
+    if not isinstance(value, bool):
+        refuse(value, what, "true or false")
     return value
 
 
@@ -207,9 +207,9 @@ def prepare_timing(reply: dict, args: tuple) -> dict:
 def timed(reply: dict, args: tuple) -> dict:
     calls, keep = args[0], list(args[1]) if len(args) > 1 else []
     samples, kept, wall = reply.get("samples"), reply.get("kept"), reply.get("wall_ms")
-    need(isinstance(samples, list) and len(samples) == calls and
-         all(number(s) and s >= 0 for s in samples),
-         f"`samples` is not {calls} finite non-negative times")
+    if not (isinstance(samples, list) and len(samples) == calls and
+            all(number(s) and s >= 0 for s in samples)):
+        refuse(samples, "`samples`", f"{calls} finite non-negative times")
     need(wall is None or (number(wall) and wall >= 0), "`wall_ms` is not a time")
     need(isinstance(kept, list) and len(kept) == len(keep), "`kept` is not the calls asked "
          "to be kept")
@@ -255,7 +255,8 @@ def checked(command: tuple, reply) -> dict:
     """The reply to `command`, reduced to what its shape names and checked; else
     ProtocolError. Every reply may say what the candidate replaced (`tampered`) and what torch
     computed unwatched (`unaudited`); a failure replaces the rest."""
-    need(isinstance(reply, dict), f"the reply is a {shown(reply)}, not an object")
+    if not isinstance(reply, dict):
+        raise ProtocolError(f"the reply is a {shown(reply)}, not an object")
     said = {"tampered": names(reply.get("tampered", []), "`tampered`")}
     if "failed" in reply:
         return {**said, "failed": failure(reply["failed"])}

@@ -20,8 +20,8 @@ MAX_FRAME = 64 << 20     # a profile's events are the largest honest reply (a fe
 # parser recurses: 5,000 `[` raise RecursionError, and a value nested 900 deep parses but
 # breaks whatever recurses over it next (repr, a message, json.dumps of the verdict).
 MAX_DEPTH = 32
-# Values in one frame from a worker: 64 MB of `{},` would be 21 million objects (~1.5 GB) in
-# the parent. An honest reply holds a few thousand (2,000 profile events of 5 fields at most).
+# Values in one frame on a worker's connection: 64 MB of `{},` would be 21 million objects
+# (~1.5 GB) in the parent. An honest reply holds a few thousand (2,000 profile events of 5 fields at most).
 MAX_VALUES = 1 << 20
 
 
@@ -62,15 +62,16 @@ def decode(data: bytes, max_values: int | None = None):
 
 
 def nesting(value) -> int:
-    """How deep lists and objects nest in `value`, walked without recursion (a hostile value
-    must not exhaust the stack of whoever checks it); stops once past MAX_DEPTH."""
-    deepest, todo = 0, [(value, 1)]
-    while todo and deepest <= MAX_DEPTH:
-        item, level = todo.pop()
-        children = item.values() if isinstance(item, dict) else item
-        deepest = max(deepest, level)
-        todo += [(c, level + 1) for c in children if isinstance(c, (list, dict))]
-    return deepest
+    """How deep lists and objects nest in `value`, level by level without recursion (a hostile
+    value must not exhaust the stack of whoever checks it); stops once past MAX_DEPTH."""
+    depth, level = 0, [value]
+    while depth <= MAX_DEPTH:
+        containers = [v for v in level if isinstance(v, (list, dict))]
+        if not containers:
+            break
+        depth += 1
+        level = [c for v in containers for c in (v.values() if isinstance(v, dict) else v)]
+    return depth
 
 
 def send(sock: socket.socket, obj, fds=()) -> None:
