@@ -22,9 +22,6 @@ from .verdicts import CONTROL
 from .wire import ProtocolError
 
 FAILURE_STATES = (COMPILE_FAILURE, RUNTIME_ERROR)
-# the steps a failure may name: the worker's build and construction, then the commands
-PHASE = re.compile(r"(build|construct|trial|prepare_timing|time|kept_output|profile|nsight|"
-                   r"measure_hook)( \d{1,9})?(?=\s|$)")
 EXCEPTION_NAME = re.compile(r"[^\W\d][\w.]{0,199}")
 # Bounds no honest reply comes near: the worker cuts an exception's text to 4,000 characters,
 # its traceback to 6,000, a compiler's log to 8,000, ncu's CSV to 200,000, and sends 2,000
@@ -249,6 +246,9 @@ def measure_hook(reply: dict, args: tuple) -> dict:
 SHAPES = {"built": built, "construct": constructed, "trial": trial, "kept_output": kept_output,
           "prepare_timing": prepare_timing, "time": timed, "profile": profiled,
           "nsight": nsight, "measure_hook": measure_hook}
+# the steps a failure may name: the worker's build, then a command (and its first argument, where
+# that is a number: `trial 0`, `time 50`), never the rest of what the worker wrote there
+PHASE = re.compile(f"(build|{'|'.join(SHAPES)})( \\d{{1,9}})?(?=\\s|$)")
 
 
 def checked(command: tuple, reply) -> dict:
