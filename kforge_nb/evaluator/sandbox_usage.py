@@ -13,9 +13,9 @@ that are kept, and those through safe_open (no FIFO waited on, no link followed,
   HOME and the memory exchange where no tmpfs of its own could be mounted), each walked before
   every reply is taken and twice a second while one is awaited, a bounded number of entries,
   against its cap;
-* after it: its HOME's small regular files copied beside the run's artifacts, its cache pruned
-  (anything but files and folders removed; all of it when over its cap), the memory
-  exchange's link removed.
+* after it: its HOME's small regular files copied beside the run's artifacts; its cache and
+  that copy pruned (anything but files and folders removed; all of it when over its cap);
+  the exchange on disk emptied; the memory exchange's link removed.
 """
 from __future__ import annotations
 
@@ -179,7 +179,8 @@ def keep_home(spec: dict, pid: int) -> None:
 
 def tidy(spec: dict, pid: int) -> None:
     """After the worker `pid`: the memory exchange's link removed, what it left in the
-    exchange on disk removed (your process has copied what it keeps), its cache pruned."""
+    exchange on disk removed (your process has copied what it keeps), its cache and what
+    is kept of its HOME pruned (where HOME was no tmpfs of its own, it wrote there itself)."""
     if not spec.get("enabled"):
         return
     place = spec.get("memory_exchange")
@@ -190,6 +191,7 @@ def tidy(spec: dict, pid: int) -> None:
         pass
     empty(os.path.join(spec["folder"], "exchange"))
     prune(spec["cache"], CACHE_CAP)
+    prune(spec["home"], spec["tmp_bytes"])
 
 
 def empty(folder: str) -> None:
@@ -212,9 +214,9 @@ def empty(folder: str) -> None:
 
 
 def prune(folder: str, cap: int) -> None:
-    """A cache the candidate wrote, kept only as files and folders within its cap: links,
-    FIFOs and sockets are removed, and all of it when it holds more (the next judging of the
-    same text compiles again)."""
+    """A folder the candidate wrote, kept only as files and folders within its cap: links,
+    FIFOs and sockets are removed, and all of it when it holds more (for its kernel cache: the
+    next judging of the same text compiles again)."""
     used = count = 0
     for fd, name, info, _ in walk(folder, MAX_ENTRIES + 1):
         used += info.st_blocks * 512
