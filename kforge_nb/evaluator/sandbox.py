@@ -69,7 +69,7 @@ ALLOWED_PREFIXES = ("LC_", "CUDA", "NVIDIA_", "NCCL_", "ROCM", "HIP_", "HSA_", "
 
 TMP_CAP = 1 << 30                    # /tmp, /dev/shm, HOME: each at most this, or memory / 4
 CACHE_CAP = 1 << 30                  # a candidate text's kernel cache on disk (more: removed)
-TMPFS_TAG = "kforge-sandbox"         # the source name of the tmpfs mounts that are the worker's own
+TMPFS_TAG = "kforge-sandbox"         # the source name of the worker's own tmpfs mounts
 LAYERS = ("env", "network", "filesystem", "processes", "privileges", "syscalls", "tmp", "memory")
 
 

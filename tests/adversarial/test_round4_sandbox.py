@@ -41,7 +41,8 @@ EXPLOITS = {
         "relu", "r4s_memfd", RUNTIME_ERROR,
         says=["[Errno 38] memfd_create: Function not implemented"]),
     "a SysV segment written, detached and left behind": Case(
-        "relu", "r4s_sysv_shm", RUNTIME_ERROR, says=["[Errno 38] shmget: Function not implemented"]),
+        "relu", "r4s_sysv_shm", RUNTIME_ERROR,
+        says=["[Errno 38] shmget: Function not implemented"]),
     "its kernel cache filled past its cap": Case(
         "relu", "r4s_fills_cache", RUNTIME_ERROR,
         says=["filled its kernel cache", "past its cap", "where 1 GiB"]),
@@ -51,6 +52,7 @@ GIB = 1 << 30
 CAPPED = {    # name: candidate, judged under a 1 GiB memory cap
     "a 2 GiB shared anonymous mapping": "r4s_shared_mapping",
     "1.5 GiB in a nameless file in its memory exchange": "r4s_fills_exchange",
+    "its /tmp, /dev/shm and HOME filled, each within its own size": "r4s_fills_tmpfs",
 }
 
 
@@ -94,7 +96,8 @@ class Planter:
         secret_file = root / "secret.txt"
         secret_file.write_text(self.secret + "\n")
         self.text = source("r4s_plants_fifos").replace(
-            'SECRET_PATH = "/nonexistent/kforge-secret.txt"', f"SECRET_PATH = {str(secret_file)!r}")
+            'SECRET_PATH = "/nonexistent/kforge-secret.txt"',
+            f"SECRET_PATH = {str(secret_file)!r}")
         assert str(secret_file) in self.text
         self.cache = sandbox.source_cache(Path(), self.text)
         self.cache.mkdir(parents=True, exist_ok=True)
