@@ -30,7 +30,9 @@ In the worker processes (forked from zygote.py; no verdict is decided there)
   worker_common.py    what both workers share: loading the problem, building a model, hooks,
                       profiles, error reports
   harness.py          loading source, trial inputs, timing and profiling (clocks bound at import)
-  correctness.py      the comparison, in the outputs' own precision, a chunk at a time
+  trial_values.py     the tails trial's values: large, tiny and zero, each input's signs kept
+  correctness.py      the comparison, in the outputs' own precision, a chunk at a time;
+                      complex outputs as complex; the float64 answer where one may be noise
   transfer.py         outputs streamed from the candidate's worker to the judge's
   audit.py            what the candidate dispatched to torch and which kernels it launched
   integrity.py        whether the candidate patched the functions a verdict rests on

@@ -152,13 +152,7 @@ def compare_values(r: torch.Tensor, c, policy: str, report: Correctness,
         quick.fill(report)
         rel_norm, err_sq = quick.rel_norm, quick.err_sq
     else:
-        acc = ErrorAccumulator(r.shape)
-        for start, r64, c64 in chunks(r, c):
-            same_nonfinite = matching_nonfinite(r64, c64)
-            diff = (c64 - r64).abs().masked_fill(same_nonfinite, 0.0)
-            diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
-            bad = diff > atol * scale + rtol * r64.abs().masked_fill(~r64.isfinite(), 0.0)
-            acc.add(start, r64, c64, diff, bad, ~same_nonfinite)
+        acc = elementwise(r, c, atol * scale, rtol)
         acc.fill(report)
         if acc.bad:
             return False, (f"{report.mismatch_fraction:.2%} of values outside "
@@ -169,6 +163,20 @@ def compare_values(r: torch.Tensor, c, policy: str, report: Correctness,
     if rel_norm <= rel_norm_tol or rounding_noise(r, c, err_sq, scale, exact):
         return True, ""
     return False, near_zero(rel_norm, rel_norm_tol)
+
+
+def elementwise(r: torch.Tensor, c, atol: float, rtol: float) -> "ErrorAccumulator":
+    """The exact pass: |c - r| <= atol + rtol |r| element by element in float64 (a complex
+    difference's modulus), a non-finite value matching only the same one, and what a person
+    needs to see where it does not hold."""
+    acc = ErrorAccumulator(r.shape)
+    for start, r64, c64 in chunks(r, c):
+        same_nonfinite = matching_nonfinite(r64, c64)
+        diff = (c64 - r64).abs().masked_fill(same_nonfinite, 0.0)
+        diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
+        bad = diff > atol + rtol * r64.abs().masked_fill(~r64.isfinite(), 0.0)
+        acc.add(start, r64, c64, diff, bad, ~same_nonfinite)
+    return acc
 
 
 def matching_nonfinite(r64: torch.Tensor, c64: torch.Tensor) -> torch.Tensor:
