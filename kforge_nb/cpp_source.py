@@ -142,6 +142,7 @@ def _blank(piece: str) -> str:
     return re.sub(r"[^\n]", " ", piece)
 
 
+@functools.lru_cache(maxsize=256)     # every native rule reads the same few kernel strings
 def strip_cpp_comments_and_strings(text: str, strings: bool = True) -> str:
     """`text` with every comment blanked and (when `strings`) the inside of every string and
     character literal blanked; the quotes stay, so `extern "C"` reads `extern " "`. Lines and

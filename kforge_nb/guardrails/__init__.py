@@ -5,13 +5,16 @@ places it fired. Targets add their required patterns; users add bans and require
 their own (`--ban REGEX`, `--require REGEX`) and allow torch ops they want kept (`--allow`).
 
 The default rules read code, never what is said about it: Python through its syntax tree
-(docstrings, comments and strings that are only prose do not count), kernel source (the
+(docstrings, comments and strings that are only prose do not count), each name followed to
+what it is bound to (`from torch._C import X as y`: y is torch._C.X), kernel source (the
 strings that are C/C++/CUDA/Metal) through kforge_nb.cpp_source, with its comments and string
-literals stripped. Each rule says where it fired as `line N: what`, N the candidate's line.
+literals stripped, as written and after the preprocessor. Each rule says where it fired as
+`line N: what`, N the candidate's line.
 A user's --ban/--require regex still reads the whole text, as written.
 
 The package, by role:
     source    `Source`, `Rule` and the readers rules share (dotted names, kernel strings)
+    names     what a name of the candidate's is bound to: its imports and aliases followed
     numerics  bans on what is computed and how precisely (torch in forward, precision, fast-math)
     escapes   bans on ways around the timer and the audit (threads, patching, raw buffers)
     native    bans on kernel source that calls libraries or loads symbols instead of computing

@@ -32,16 +32,15 @@ def discards(statement: ast.stmt) -> bool:
 
 # Rewriting code objects, reaching another module's namespace through a function or a frame,
 # or asking which dispatch mode is active: ways to hide from the audit or rewrite it.
-INTERPRETER_INTERNALS = {"__code__", "co_filename", "f_back", "f_code", "f_globals",
-                         "f_locals", "tb_frame", "gi_frame", "__globals__", "__closure__",
-                         "__builtins__", "_python_dispatch",
-                         "_get_current_dispatch_mode", "_len_torch_dispatch_stack",
-                         "_get_dispatch_mode", "_get_torch_dispatch_mode",
-                         "_is_torch_function_mode_enabled", "_DisableTorchDispatch",
-                         "_DisablePythonDispatcher", "_ExcludeDispatchKeyGuard",
-                         "_unset_dispatch_mode", "_pop_torch_dispatch_stack",
-                         "_set_dispatch_mode", "_DisableTorchFunction",
-                         "_DisableTorchFunctionSubclass", "_C"}
+INTERPRETER_INTERNALS = {
+    "__code__", "co_filename", "f_back", "f_code", "f_globals", "f_locals", "tb_frame",
+    "gi_frame", "__globals__", "__closure__", "__builtins__", "_python_dispatch",
+    "_get_current_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_mode",
+    "_get_torch_dispatch_mode", "_is_torch_function_mode_enabled", "_DisableTorchDispatch",
+    "_DisablePythonDispatcher", "_ExcludeDispatchKeyGuard", "_unset_dispatch_mode",
+    "_pop_torch_dispatch_stack", "_set_dispatch_mode", "_DisableTorchFunction",
+    "_DisableTorchFunctionSubclass", "_C",
+}
 # Builtins and functions that run code given as text, rebind by name or hand out frames and
 # modules: a reference is enough (`functools.partial(eval, CODE)` calls it later).
 RUNS_OR_REACHES = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals",

@@ -66,7 +66,6 @@ class HostScalars:
     such values, a constructor's argument): host arithmetic, never tensor data."""
 
     def __init__(self, src: Source):
-        self.src = src
         cls = src.candidate_class()
         init = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
                      and n.name == "__init__"), None)
@@ -84,6 +83,7 @@ class HostScalars:
 
         def numbers(*nodes: ast.AST) -> bool:
             return all(self.number(n, locals_, depth + 1) for n in nodes)
+
         if isinstance(node, ast.Constant):
             return isinstance(node.value, (int, float))
         if isinstance(node, ast.BinOp):

@@ -10,7 +10,6 @@ compute, and the integrity check's tables.
 from __future__ import annotations
 
 import ast
-import os
 import re
 
 import pytest
@@ -86,13 +85,15 @@ EXPLOITS = {
         says=[at(GRID, "grid = functools.partial(eval") + "eval"]),
     "Triton grid = functools.partial(eval, CODE) (static rules off)": Case(
         "softmax_rows", GRID, REJECTED, ["torch-compute-at-runtime"], target="triton",
-        options=STATIC_OFF, says=[through(GRID, "_softmax", "copy_kernel[grid]", "'<string>' line 1")]),
+        options=STATIC_OFF,
+        says=[through(GRID, "_softmax", "copy_kernel[grid]", "'<string>' line 1")]),
     "autotune pre_hook = functools.partial(eval, CODE)": Case(
         "softmax_rows", HOOK, REJECTED, ["patching-or-introspection"], target="triton",
         says=[at(HOOK, "pre_hook=functools.partial(eval") + "eval"]),
     "autotune pre_hook = functools.partial(eval, CODE) (static rules off)": Case(
         "softmax_rows", HOOK, REJECTED, ["torch-compute-at-runtime"], target="triton",
-        options=STATIC_OFF, says=[through(HOOK, "_softmax", "copy_kernel[lambda", "'<string>' line 1")]),
+        options=STATIC_OFF,
+        says=[through(HOOK, "_softmax", "copy_kernel[lambda", "'<string>' line 1")]),
     # --- C++ read after the preprocessor --------------------------------------------------------
     "`#define NS a##t`, then NS::cpu::_softmax_out": Case(
         "softmax_rows", "r4a_cpp_softmax_token_pasting", REJECTED, ["native-calls-libtorch"],
@@ -148,10 +149,11 @@ def test_round4_glue_is_correct(name, options):
 
 def static(python: str) -> dict[str, list[str]]:
     """The default rules on a cpp candidate whose module holds `python`."""
+    kernel = 'extern "C" void f(const float* x, float* y, long n) {}'
     text = ("import torch\nimport torch.nn as nn\nfrom kforge_nb.runtime import cpp\n" + python +
-            '\nkernels = cpp.load(r"""extern "C" void f(const float* x, float* y, long n) {}""")'
-            "\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
-            "        y = torch.empty_like(x)\n        kernels.f(x, y, x.numel())\n        return y\n")
+            f'\nkernels = cpp.load(r"""{kernel}""")\n\n\nclass ModelNew(nn.Module):\n'
+            "    def forward(self, x):\n        y = torch.empty_like(x)\n"
+            "        kernels.f(x, y, x.numel())\n        return y\n")
     return {rule.name: where for rule, where in
             Guardrails().check(text, ast.parse(text), CppTarget.required)}
 
