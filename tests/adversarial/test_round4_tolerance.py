@@ -75,6 +75,21 @@ def test_a_tails_trial_the_reference_cannot_answer_is_dropped_and_said(options):
             "values (large, tiny, zero)") in result.message
 
 
+def test_the_builtin_kernel_for_a_mean_of_group_norm_is_correct_through_its_rounding_noise(
+        tmp_path):
+    """KernelBench level2/23's shape: the mean of a GroupNorm output is zero up to rounding,
+    so the kernel's answer is other noise (relative error norm ~1 or more); the float64
+    answer shows both are noise, and the kernel is correct."""
+    from tests.test_builtin import generate, judge, problem
+    source = problem("x = self.conv(x)\nx = self.gn(x)\nreturn x.mean(dim=[1, 2, 3, 4])",
+                     "[torch.randn(8, 3, 6, 8, 8)]",
+                     "self.conv = nn.Conv3d(a0, a1, 3)\nself.gn = nn.GroupNorm(a2, a1)",
+                     "[3, 16, 4]")
+    result = judge(*generate(source, "cpp"), "cpp", tmp_path)
+    assert result.state == CORRECT, result.message
+    assert result.correctness.rel_norm_error > 1e-4      # beyond the guard: noise decided
+
+
 # --- the relative-norm guard at every scale -------------------------------------------------
 
 
