@@ -9,6 +9,7 @@ notebook and saves it in that form.
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -22,6 +23,8 @@ MIME = "application/vnd.kforge.run+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 STALLED = re.compile(r"(?<![\d.])0\.00x")     # a ratio that rounds to zero: a stall, not a kernel
+# a spread beside the evaluator's intervals: the paired ratios' IQR, or one computed in a cell
+OWN_SPREAD = re.compile(r"\b(speedup_spread|candidate_spread|statistics\.|quantile|percentile)\b")
 
 
 def saver():
@@ -85,6 +88,31 @@ def test_saved_after_the_run_finished(path):
             problems.append(f"cell {k}: a 0.00x figure: {context!r}")
     assert not nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_timings_are_written_as_the_views_write_them(path):
+    """A cell that prints a spread of its own shows two figures for one timing (a cell said
+    "spread 1%" under a view's ±25%): a notebook writes speedups, intervals and times with
+    kforge_nb.intervals or Result.summary, as the views do."""
+    nb = nbformat.read(path, as_version=4)
+    own = [(k, m.group(0)) for k, cell in enumerate(nb.cells) if cell.cell_type == "code"
+           for m in OWN_SPREAD.finditer(cell.source)]
+    assert not own, f"cells computing a spread of their own: {own}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_assert_says_what_failed(path):
+    """A bare AssertionError tells a workshop nothing: each assert in a cell carries a message
+    (the run's reason, the verdict's summary), so a failing cell says what went wrong."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    to_python = TransformerManager().transform_cell
+    nb = nbformat.read(path, as_version=4)
+    bare = [(k, ast.unparse(node)) for k, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and not cell.source.lstrip().startswith("%%")
+            for node in ast.walk(ast.parse(to_python(cell.source)))
+            if isinstance(node, ast.Assert) and node.msg is None]
+    assert not bare, f"asserts without a message: {bare}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

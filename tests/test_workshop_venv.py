@@ -128,7 +128,7 @@ def printed(nb: nbformat.NotebookNode) -> str:
 
 
 @pytest.fixture(scope="module")
-def workshop(tmp_path_factory) -> Workshop:
+def workshop(tmp_path_factory):
     if not network_can_be_cut():
         pytest.skip("cannot run the notebooks offline here: `unshare --net` needs root (or "
                     "user namespaces) and iproute2's `ip`")
@@ -141,7 +141,8 @@ def workshop(tmp_path_factory) -> Workshop:
     run([*pip, binder_torch()], timeout=1800)
     run([*pip, f"{source}{binder_extra()}"], cwd=root, timeout=1800)
     (root / "home").mkdir()
-    return Workshop(venv, source / "notebooks", root / "home")
+    yield Workshop(venv, source / "notebooks", root / "home")
+    shutil.rmtree(venv, ignore_errors=True)      # ~2 GB; pytest keeps its last 3 temp folders
 
 
 PROBE = """
