@@ -118,13 +118,12 @@ class Candidate:
         self.forward(self.sets.sets[0])        # warm
         return {"sets": len(self.sets.sets)}
 
-    def time(self, calls: int, keep: list[int], hold: bool = True) -> dict:
-        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge
-        (`hold`: every call's outputs are copied as it returns, harness.time_calls)."""
+    def time(self, calls: int, keep: list[int]) -> dict:
+        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge."""
         with torch.no_grad():
             timed = harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
                                        self.device, keep=keep, kept=self.kept,
-                                       hold_outputs=hold, watch=self.watched)
+                                       watch=self.watched)
         harness.release(self.device)
         return timed
 

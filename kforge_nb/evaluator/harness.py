@@ -209,37 +209,40 @@ def tensor_bytes(values) -> int:
 class Refresh:
     """What makes a timed call's inputs new, and its random draws the same on both sides.
 
-    Each floating input is refilled with its pristine values times, element by element, two
-    windows of a pool of random factors in [FACTOR_LOW, 1) (signs and domains hold); where
-    each window starts, and the seed the generators get, are drawn for the call from the
-    evaluation's secret key. No two calls share their values, nor any ratio of them (a memo
-    keyed on x[0] / x[1] misses as one keyed on x does), the seed looks like a trial's, and
-    nothing a call sees tells the next call's values. The judge redraws any call from (key, k).
+    Each floating input is refilled with its pristine values times factors of each element's
+    own: a window of WINDOW factors, the product of two windows of a pool of random numbers in
+    [FACTOR_LOW, 1) (signs and domains hold), repeated along the input. Where the two windows
+    start, and the seed the generators get, are drawn for the call from the evaluation's
+    secret key. So no two calls share their values (SHIFTS**2 windows), nor a scale: a memo
+    keyed on x[0] / x[1] misses as one keyed on x does, and one that recognises a set serves
+    a wrong answer, since no factor relates one call's inputs to another's. The seed looks like
+    a trial's, nothing a call sees tells the next call's values, and the judge redraws any
+    call from (key, k). One multiplication over the inputs, as the single rescale it replaced;
+    the windows are small enough to leave the caches to the call (a window as long as the
+    input slowed the next call of a 256 KiB softmax by 6 us, 8 %)."""
 
-    Inputs longer than the longest window reuse it every WINDOW elements; the refill is two
-    multiplications of memory-bound cost, about what the single rescale it replaced cost."""
-
-    def __init__(self, key: int, inputs: list[list]):
+    def __init__(self, key: int):
         self.key = key.to_bytes(8, "little")
-        self.pools: dict = {}            # (dtype, device) -> its factors
-        longest: dict = {}
-        for x in (x for listed in inputs for x in listed if refreshed(x)):
-            where = (x.dtype, x.device)
-            longest[where] = max(longest.get(where, 0), min(x.numel(), WINDOW))
-        factors = torch.Generator().manual_seed(int.from_bytes(self.key, "little"))
-        for (dtype, device), window in longest.items():
-            pool = torch.rand(window + SHIFTS, generator=factors) * (1 - FACTOR_LOW) + FACTOR_LOW
-            self.pools[dtype, device] = pool.to(device=device, dtype=dtype)
+        numbers = torch.Generator().manual_seed(int.from_bytes(self.key, "little"))
+        self.pool = torch.rand(WINDOW + SHIFTS, generator=numbers) * (1 - FACTOR_LOW) + \
+            FACTOR_LOW
+        self.pools: dict = {}            # (dtype, device) -> the pool in that dtype, there
 
     def apply(self, k: int, live: list, pristine: list) -> None:
         """Refill `live` from `pristine` (the same list to refresh in place) for call k."""
         drawn = self.draws(k)
         for x, p in zip(live, pristine):
             if refreshed(x):
-                pool = self.pools[x.dtype, x.device]
-                refill(x, p, pool, next(drawn) % SHIFTS)
-                refill(x, x, pool, next(drawn) % SHIFTS)
+                refill(x, p, self.factors(x, next(drawn) % SHIFTS, next(drawn) % SHIFTS))
         seed_generators(next(drawn) >> 2, live)
+
+    def factors(self, x: torch.Tensor, first: int, second: int) -> torch.Tensor:
+        """The window of factors for x: the pool's windows at `first` and `second`, times."""
+        where = (x.dtype, x.device)
+        if where not in self.pools:
+            self.pools[where] = self.pool.to(device=x.device, dtype=x.dtype)
+        pool, window = self.pools[where], min(x.numel(), WINDOW)
+        return pool[first:first + window] * pool[second:second + window]
 
     def draws(self, k: int):
         """Call k's random numbers (64-bit), keyed: unknowable without the key."""
@@ -249,21 +252,19 @@ class Refresh:
                 yield int.from_bytes(digest[i:i + 8], "little")
 
 
-FACTOR_LOW = 0.75       # each of a refill's two factors lies in [FACTOR_LOW, 1)
+FACTOR_LOW = 0.75       # each of a factor's two parts lies in [FACTOR_LOW, 1)
 SHIFTS = 1 << 16        # where in the pool a window may start
-WINDOW = 1 << 20        # the longest window (4 MiB of float32 factors)
+WINDOW = 1 << 12        # factors a window holds (16 KiB of float32)
 
 
 def refreshed(x) -> bool:
     return isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0
 
 
-def refill(live: torch.Tensor, source: torch.Tensor, pool: torch.Tensor, shift: int) -> None:
-    """live = source * the pool's window at `shift`, over memory in order (both are dense with
-    the same strides: TimingSets' copies), a window's length at a time as one broadcast."""
-    n = live.numel()
-    window = min(n, WINDOW)
-    factors = pool[shift:shift + window]
+def refill(live: torch.Tensor, source: torch.Tensor, factors: torch.Tensor) -> None:
+    """live = source * factors repeated, over memory in order (both are dense with the same
+    strides: TimingSets' copies), a window's length at a time, as one broadcast."""
+    n, window = live.numel(), factors.numel()
     rows = n // window
     out, src = flat(live), flat(source)
     torch.mul(src[:rows * window].view(rows, window), factors,
@@ -285,7 +286,7 @@ class TimingSets:
     def __init__(self, sets: list[list], key: int = 0):
         self.pristine = [fresh_copies(s) for s in sets]
         self.sets = [fresh_copies(s) for s in self.pristine]
-        self.refresh = Refresh(key, self.pristine)
+        self.refresh = Refresh(key)
         self.calls = 0
 
     def inputs(self, k: int) -> list:
@@ -309,7 +310,7 @@ def rescaled(inputs: list) -> list:
     layout tells a timed call from this trial."""
     key = int(torch.randint(1 << 62, (1,)))
     copies = fresh_copies(inputs)
-    Refresh(key, [copies]).apply(0, copies, copies)
+    Refresh(key).apply(0, copies, copies)
     return copies
 
 
@@ -322,29 +323,23 @@ def seed_generators(seed: int, inputs: list) -> None:
         torch.cuda.default_generators[device.index or 0].manual_seed(seed)
 
 
-HOLD_BYTES = 1 << 30     # every call's outputs are copied where a block's copies fit in this
-
-
 def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
-               keep: list[int] = (), kept: dict | None = None,
-               hold_outputs: bool = True, watch=None) -> dict:
+               keep: list[int] = (), kept: dict | None = None, watch=None) -> dict:
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
     over the sets as they stand (through `untimed`, default `call`), which work hidden on other
     streams cannot escape. CPU: the monotonic clock around each call, which stops only once
     every page of the outputs has been read (touch): an answer computed when first read (its
-    pages protected, a fault handler computing) is timed with its call.
+    pages protected, a fault handler computing) is timed with its call, on both sides alike.
 
-    Each call's outputs are then copied (read_out): every call's where a block's copies fit
-    (`hold_outputs`, HOLD_BYTES), all kept until the block ends, so no call is treated
-    differently from another while the block runs; else only those in `keep`. The copies of
-    the calls in `keep` go to `kept`, for the judge.
+    The outputs of the calls in `keep` are copied for the judge the moment the call returns
+    (read_out), into `kept`; every call's outputs are freed as soon as it is done with, kept or
+    not, so which calls were kept cannot be read off what stays alive.
 
     `watch` (a TorchFunctionMode) is active for the whole block, and the harness's own work
     between calls runs with torch-function handling off: the calls themselves pay only for the
     torch functions the candidate calls, and the watch sees nothing but those."""
-    samples, copies = [], []
-    copy_all = None         # decided on the first call's outputs
+    samples = []
     first = sets.calls
     with QUIET():
         flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda") \
@@ -378,17 +373,9 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
                     event_record(end)
                     cuda_synchronize()
                     samples.append(event_elapsed(start, end))
-                if copy_all is None:
-                    copy_all = hold_outputs and calls * output_bytes(out) <= HOLD_BYTES
-                if copy_all or k - first in keep:
-                    copy = read_out(out)
-                    if k - first in keep and kept is not None:
-                        kept[k] = copy
-                    else:
-                        copies.append(copy)
-                    del copy
+                if k - first in keep and kept is not None:
+                    kept[k] = read_out(out)
                 del out
-        del copies
         sets.calls = first + calls
         wall_ms = None
         if flush is not None:
@@ -407,7 +394,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 def touch(value) -> None:
     """Read one byte of every memory page the CPU tensors of `value` cover (and their last
     byte): a protected page faults here, inside the call's time. Through the tensor's own
-    pointer, as bytes, whatever its dtype or its type; a few microseconds a call."""
+    pointer, as bytes, whatever its dtype or its type: a few microseconds a call."""
     if isinstance(value, torch.Tensor):
         span = byte_span(value)
         if span is not None:
@@ -423,25 +410,15 @@ def byte_span(t: torch.Tensor) -> tuple[int, int] | None:
     """(address, length) of the bytes a CPU tensor's elements lie in; None where it has no
     host memory of its own to read (empty, on a device, not strided, a wrapper)."""
     try:
-        if not t.is_cpu or t.layout != torch.strided or t.numel() == 0 or not t.data_ptr():
+        if not t.is_cpu or t.layout != torch.strided:
             return None
-        elements = t.numel() if t.is_contiguous() else \
-            1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-        return t.data_ptr(), elements * t.element_size()
+        start, length = t.data_ptr(), t.nbytes
+        if length and not t.is_contiguous():
+            length = (1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))) * \
+                t.element_size()
+        return (start, length) if start and length else None
     except (RuntimeError, NotImplementedError):
         return None
-
-
-def tensors_in(value):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from tensors_in(v)
-
-
-def output_bytes(value) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors_in(value))
 
 
 def read_out(value):

@@ -10,7 +10,7 @@ import statistics
 import time
 
 from ..result import MISMATCH, REJECTED, Result
-from . import clocks, harness, nsight, stats, transfer
+from . import clocks, nsight, stats, transfer
 from .figures import TimingFigures, profile_note
 from .process import WorkerFailure, descendants
 from .rival import RivalFailed
@@ -31,9 +31,8 @@ TIMING_CAP_FACTOR = 4.0
 BUSY_CAP_FACTOR = 4.0    # ... and this many times longer again while the CPU is contested
 TIMING_CAP_S = 120.0
 SLOW_CALL_MS = 100.0            # calls this slow are timed one a block
-CHECKED_PER_BLOCK = 2           # timed calls of each candidate (and rival) block the judge checks
-FEW_CALLS = 4                   # ... all of them in a block this short, where outputs are small
-LARGE_OUTPUT = 256 << 20        # ... one a block where outputs are this large
+FEW_CALLS = 4                   # the judge checks every timed call of a block this short
+LARGE_OUTPUT = 256 << 20        # ... one call a block where outputs are this large
 
 
 class TimedRounds(TimingFigures):
@@ -118,18 +117,18 @@ class TimedRounds(TimingFigures):
                 self.rival_wrong = True     # the best so far is not: the session drops it
                 raise RivalFailed(f"its output of timed call {call + 1} was wrong: {why}")
 
-    def ask_side(self, side: str, calls: int, keep: list[int] = (), hold: bool = True) -> dict:
+    def ask_side(self, side: str, calls: int, keep: list[int] = ()) -> dict:
         """One timed block of `side` (see timing_sides). The calls in `keep` of the
         candidate's and the rival's blocks are checked by the judge as soon as the block ends,
         so that no block goes unchecked (a wrong one ends the judging: CandidateFailed; voids
         the head-to-head: RivalFailed)."""
         if side == "candidate":
-            block = self.ask_candidate("time", calls, list(keep), hold)
+            block = self.ask_candidate("time", calls, list(keep))
             if "failed" not in block:
                 checked_after(self, lambda: self.check_timed_calls(block["kept"]))
             return block
         if side == "rival":
-            block = self.rival.ask("time", calls, list(keep), hold)
+            block = self.rival.ask("time", calls, list(keep))
             checked_after(self.rival, lambda: self.check_rival_calls(block["kept"]))
             return block
         return self.ask_judge("time", calls, side in ("policy", "compile_policy"),
@@ -200,12 +199,9 @@ class TimedRounds(TimingFigures):
                 cpu_before = outside.before(side) if outside is not None else None
                 if side in ("candidate", "rival"):
                     keep = self.checked_calls(chooser, calls[side])
-                    # every call's outputs copied as it returns, where a block's fit
-                    # (harness.time_calls): no call of the block is handled differently
-                    hold = calls[side] * self.summary.get("output_bytes", 0) <= harness.HOLD_BYTES
                     if side == "rival":
                         try:
-                            block[side] = self.ask_side(side, calls[side], keep, hold)
+                            block[side] = self.ask_side(side, calls[side], keep)
                         except RivalFailed as failed:
                             self.void_rival(str(failed))
                             continue
@@ -213,7 +209,7 @@ class TimedRounds(TimingFigures):
                         if outside is not None:
                             outside.after(side, cpu_before, rival_wall / 1e3)
                         continue
-                    block[side] = self.ask_side(side, calls[side], keep, hold)
+                    block[side] = self.ask_side(side, calls[side], keep)
                     if "failed" in block[side]:
                         raise CandidateFailed(failure_result(block[side], self.target))
                     candidate_wall = self.last_wall_ms
@@ -313,14 +309,19 @@ class TimedRounds(TimingFigures):
         return clocks.CpuWatch(ours, worker).start()
 
     def checked_calls(self, chooser: random.SystemRandom, calls: int) -> list[int]:
-        """Which calls of a block the judge checks, drawn by a secret random (the first call
-        as likely as any): all of a few small ones, else CHECKED_PER_BLOCK, or one where
-        outputs are large."""
+        """Which calls of a block the judge checks, drawn by a secret random: all of a few
+        small ones; one where outputs are large; else one at random and each other call with
+        probability 1/calls. The worker copies a kept call's outputs as it returns, which a
+        candidate may notice by the pause after, too late for that call: however many checked
+        calls it has seen, each call to come may still be checked, and no block goes
+        unchecked."""
         output = self.summary.get("output_bytes", 0)
         if calls <= FEW_CALLS and output <= LARGE_OUTPUT:
             return list(range(calls))
-        return sorted(chooser.sample(range(calls),
-                                     1 if output > LARGE_OUTPUT else min(CHECKED_PER_BLOCK, calls)))
+        one = chooser.randrange(calls)
+        if output > LARGE_OUTPUT:
+            return [one]
+        return [k for k in range(calls) if k == one or chooser.random() < 1 / calls]
 
     def check_timed_calls(self, calls: list[int]) -> None:
         """The kept timed calls' outputs must be right too (a memo or a skipped computation

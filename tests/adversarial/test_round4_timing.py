@@ -12,8 +12,8 @@ The red team's attacks, each a real candidate judged by the real evaluator:
   served a stored product rescaled. Now each element gets its own factors;
 * children started with syscall(SYS_fork) spun while eager was timed: refused
   (`works-outside-its-time`), and never counted as the parent's own CPU;
-* and what each of those leans on: only one round's timed calls were checked. Now timed calls
-  of every block are.
+* and what each of those leans on: only one round's timed calls were checked. Now calls of
+  every block are, picked by a secret random.
 
 The EXPLOITS rows end `mismatch` or `rejected`; the attacks that now simply compute (their
 answers were always right, only their timing was false) end `correct`, and the tests below
