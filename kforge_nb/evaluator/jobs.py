@@ -20,7 +20,9 @@ def reference_job(problem: Problem, options: EvalOptions, folder: Path, device: 
             "policy": options.precision,         # what the comparison tolerates
             "memory_bytes": options.memory_bytes,
             "weights": str(folder / "weights.pt"),   # the candidate reads it
-            "log": str(folder / "reference.log")}
+            "log": str(folder / "reference.log"),
+            # the fork server warms torch.compile once before the first such judge (zygote.py)
+            "warm_compile": "compile" in options.baselines}
 
 
 def candidate_job(problem: Problem, candidate: str, target: Target, options: EvalOptions,
