@@ -93,9 +93,9 @@ class Loop:
         for notice in notices:
             self.emit("notice", 0, text=notice)
         if "compile" in s.options.baselines:
-            self.emit("notice", 0, text="the first evaluation also measures the reference "
-                      "(eager and torch.compile; a first torch.compile can take ~30 s on a "
-                      "small CPU); it is cached per problem and device")
+            self.emit("notice", 0, text="every evaluation times the reference eager and "
+                      "torch.compile'd beside the candidate; the first also warms "
+                      "torch.compile up, once a run (~10-40 s on a small, busy CPU)")
         self.emit("started", s.next_iteration, problem=s.problem.name, target=s.target.name,
                   device=feasible.where_it_runs(s.target),
                   provider=s.provider_description, model=config.model,
