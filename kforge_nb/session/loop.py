@@ -95,7 +95,7 @@ class Loop:
         if "compile" in s.options.baselines:
             self.emit("notice", 0, text="every evaluation times the reference eager and "
                       "torch.compile'd beside the candidate; the first also warms "
-                      "torch.compile up, once a run (~10-40 s on a small, busy CPU)")
+                      "torch.compile up, at most once a run (~10-40 s on a small, busy CPU)")
         self.emit("started", s.next_iteration, problem=s.problem.name, target=s.target.name,
                   device=feasible.where_it_runs(s.target),
                   provider=s.provider_description, model=config.model,
