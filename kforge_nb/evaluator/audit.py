@@ -65,26 +65,23 @@ HARMLESS = frozenset({
     "roll", "rot90", "repeat", "diagonal", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "view_as_real", "view_as_complex",
 })
-# Ops of HARMLESS that convert dtypes on the way: (what converts, from which argument to
-# which). A conversion that changes values (float to int truncates, a narrower int wraps,
-# anything to bool compares) is compute: `x.to(torch.int32).to(x.dtype)` is trunc.
-CONVERSIONS = {"_to_copy": "to", "copy": "from", "copy_": "from", "_copy_from": "into",
-               "_copy_from_and_resize": "into"}
+# Copies of HARMLESS that may convert dtypes as they copy: (source, destination) argument.
+# `_to_copy(x, dtype=...)` converts x to the dtype it is given.
+COPIES = {"copy": (1, 0), "copy_": (1, 0), "_copy_from": (0, 1), "_copy_from_and_resize": (0, 1)}
 
 
 def converts_values(raw: str, args: tuple, kwargs: dict) -> bool:
-    """Whether this harmless-looking copy converts its values to a dtype that changes them."""
-    how = CONVERSIONS.get(raw)
-    if how is None or len(args) < (1 if how == "to" else 2):
-        return False
-    if how == "to":
-        source, target = args[0], kwargs.get("dtype") or getattr(args[0], "dtype", None)
+    """Whether this harmless-looking copy converts values to a dtype that changes them: a
+    conversion that changes values (float to int truncates, a narrower int wraps, anything to
+    bool compares) is compute, `x.to(torch.int32).to(x.dtype)` is trunc."""
+    tensors = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+    if raw == "_to_copy" and tensors:
+        source, target = tensors[0].dtype, kwargs.get("dtype") or tensors[0].dtype
+    elif raw in COPIES and len(tensors) == 2:
+        source, target = (tensors[i].dtype for i in COPIES[raw])
     else:
-        source, target = (args[1], args[0]) if how == "from" else (args[0], args[1])
-    source = getattr(source, "dtype", None)
-    target = getattr(target, "dtype", target)
-    return isinstance(source, torch.dtype) and isinstance(target, torch.dtype) and \
-        changes_values(source, target)
+        return False
+    return changes_values(source, target)
 
 
 def changes_values(source: torch.dtype, target: torch.dtype) -> bool:
