@@ -142,7 +142,9 @@ def apply_all(options, ask: Asked, conservative, runs=None) -> tuple[object, lis
             said.append(f"applied: {sentence}{caveat(action)}")
         options = changed
     said += [f"not applied: {clause} ({NO_KNOB})" for clause in ask.unknown]
-    return options, with_offer(said, offer(options, conservative, runs))
+    if any(p.startswith("not applied:") for p in said):
+        said = with_offer(said, offer(options, conservative, runs))
+    return options, said
 
 
 def same_code(runs, before, after) -> bool:
@@ -170,9 +172,7 @@ def offer(options, conservative, runs) -> list[str]:
 def with_offer(said: list[str], offers: list[str]) -> list[str]:
     """`said`, its last "not applied" phrase followed by what the agent can change instead
     (one phrase still: a view splits the answer at "; ")."""
-    last = max((i for i, p in enumerate(said) if p.startswith("not applied:")), default=None)
-    if last is None:
-        return said
+    last = max(i for i, p in enumerate(said) if p.startswith("not applied:"))
     can = (", ".join(f'"{words}"' for words in offers) if offers else
            "nothing: it has no other knob that changes this kernel (a model, --provider "
            "anthropic or openai, reads any words)")

@@ -34,9 +34,7 @@ class BuiltinGenerator:
         ask = asked(request)                # the request's words read here, once
         options = self.start(request, target)
         lowered = self.lower(request)
-
-        def runs(o):                        # what the kernel written with knobs `o` runs
-            return what_runs(self.write(request, lowered, o))
+        runs = self.runs(request, lowered)
         applied, instructed = "", frozenset()   # the knobs the instruction set: the sweep keeps them
         if request.kind == "optimise":
             before = options
@@ -73,6 +71,17 @@ class BuiltinGenerator:
                                                     header.get("options", {}).items()
                                                     if k in known})
         return defaults
+
+    def runs(self, request: GenerationRequest, lowered):
+        """knobs -> what the kernel written with them runs (sweep.what_runs), each set of knobs
+        written once: what tells an applied change from one that changes nothing."""
+        written: dict = {}
+
+        def of(options):
+            if repr(options) not in written:
+                written[repr(options)] = what_runs(self.write(request, lowered, options))
+            return written[repr(options)]
+        return of
 
     @staticmethod
     def lower(request: GenerationRequest):
