@@ -142,7 +142,7 @@ def apply_all(options, ask: Asked, conservative, runs=None) -> tuple[object, lis
             said.append(f"applied: {sentence}{caveat(action)}")
         options = changed
     said += [f"not applied: {clause} ({NO_KNOB})" for clause in ask.unknown]
-    if any(p.startswith("not applied:") for p in said):
+    if runs is not None and any(p.startswith("not applied:") for p in said):
         said = with_offer(said, offer(options, conservative, runs))
     return options, said
 
@@ -158,8 +158,6 @@ def same_code(runs, before, after) -> bool:
 
 def offer(options, conservative, runs) -> list[str]:
     """The SAYABLE phrases that would change the kernel written with `options`."""
-    if runs is None:
-        return []
     found = []
     for words in SAYABLE:
         changed, sentence = apply_action(options, parse_action(words), conservative)
