@@ -161,13 +161,22 @@ class _ExchangeLink:
     def __init__(self, spec: dict):
         place = spec.get("memory_exchange")
         self.place, self.outer = place, spec.get("outer_pid")
-        self.fd = os.open(os.path.dirname(place), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) \
-            if place and self.outer and place in (spec.get("private") or {}) else None
+        self.fd, self.problem = None, ""
+        if place and self.outer and place in (spec.get("private") or {}):
+            try:
+                self.fd = os.open(os.path.dirname(place),
+                                  os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as err:
+                self.problem = self.unreachable(err)
+
+    @staticmethod
+    def unreachable(err: OSError) -> str:
+        return f"the memory exchange cannot be reached from outside ({err.strerror})"
 
     def make(self) -> str:
         """The link made; what went wrong, or ""."""
         if self.fd is None:
-            return ""
+            return self.problem
         name = os.path.basename(self.place)
         try:
             try:
@@ -181,7 +190,7 @@ class _ExchangeLink:
             os.symlink(exchange_link(self.outer, self.place), name, dir_fd=self.fd)
             return ""
         except OSError as err:
-            return f"the memory exchange cannot be reached from outside ({err.strerror})"
+            return self.unreachable(err)
 
     def close(self) -> None:
         if self.fd is not None:
