@@ -29,8 +29,8 @@ def optimise(words: str, previous: str):
 def test_an_unknown_clause_is_said_not_applied_and_the_known_one_applied():
     parent = parent_code()
     made = optimise("unroll the inner loops by 4 and use 512-bit vectors", parent)
-    assert "not applied: unroll the inner loops by 4 (the builtin agent cannot do this: it writes " \
-        "each kernel one way and turns a few knobs)" in made.notes
+    assert "not applied: unroll the inner loops by 4 (the builtin agent cannot do this: it " \
+        "writes each kernel one way and turns a few knobs)" in made.notes
     assert "applied: vector_width set to 512" in made.notes
     assert "vector_math" not in made.notes              # not the knob that was already on
     assert "not applied: unroll the inner loops by 4" in made.response
