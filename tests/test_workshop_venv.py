@@ -69,7 +69,8 @@ def binder_extra() -> str:
 
 def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
     proc = subprocess.run(command, capture_output=True, text=True, **kwargs)
-    assert proc.returncode == 0, f"{' '.join(command)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, \
+        f"{' '.join(command)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
 
