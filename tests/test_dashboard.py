@@ -110,7 +110,9 @@ def test_evaluate_my_edit_takes_an_id_the_agent_never_uses(api, kforge):
     widget = widget_of(session)
     wait_for(session, "recommendation")
     widget.handle_message({"action": "evaluate", "code": WRONG}).join(120)
-    assert widget.message.startswith("your edit is candidate 1.1: mismatch")
+    # the verdict is said once, by the status line; the reply says which candidate it is
+    assert widget.message == "your edit is candidate 1.1, shown in the tabs"
+    assert widget.record["status"].startswith("candidate 1.1: mismatch (")
     widget.handle_message({"action": "accept"})
     session.wait(120)
     assert [(a.id, a.kind) for a in session.history] == \
@@ -176,9 +178,14 @@ def test_fallback_html_survives_sanitising_and_draws_the_chart_as_a_png(api, kfo
     session = kforge("--iterations 2")
     shown = bundle(run_record(session))
     html = shown["text/html"]
-    assert "<svg" not in html and "<script" not in html
+    assert "<svg" not in html
     assert not re.search(r"<[^>]*\son\w+\s*=", html)            # no event handlers
     assert '<img alt="speedup per correct candidate" src="data:image/png;base64,' in html
+    # one script, after the PNG: where scripts run, plotly draws the chart in its place (a
+    # sanitiser drops it and the PNG stays)
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert len(scripts) == 1 and "Plotly.newPlot" in scripts[0]
+    assert html.index("<img alt=\"speedup per correct candidate\"") < html.index("<script>")
     assert "<table" in html and "class ModelNew" in html
     text = shown["text/plain"].splitlines()
     assert len(text) <= 5 and "2 candidates over 2 iterations" in text[1]

@@ -98,6 +98,10 @@ def attempt_record(a, keep_map: bool, tie_with: str | None = None) -> dict:
         emap = {**emap, "values": rounded(emap["values"])}
     kernels = {lane: top_kernels(profile.get(f"{lane}_events"))
                for lane in ("candidate", "reference")} if profile.get("candidate_events") else None
+    if kernels:      # each lane's whole kernel time in its one profiled call
+        r["profile"]["kernel_us"] = {lane: round(sum(float(e["duration_us"]) for e in
+                                                     profile.get(f"{lane}_events") or []), 2)
+                                     for lane in ("candidate", "reference")}
     return {"id": a.id, "iteration": a.iteration, "sample": a.sample, "kind": a.kind,
             "code": a.code, "result": r, "kernels": kernels,
             "error_map": emap if keep_map else None,

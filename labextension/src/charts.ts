@@ -1,13 +1,78 @@
 /**
- * Charts drawn from record data as SVG and plain elements: speedups per candidate, fraction of
- * the roofline, the |candidate - reference| error map, kernel times and the kernel timeline.
- * Every chart scales to its container (viewBox), so the view fits any notebook width.
+ * Charts drawn from record data. Those a person wants to zoom into (speedups per candidate, the
+ * kernel timeline, the |candidate - reference| error map) are plotly figures: zoom, pan, hover
+ * and "download as PNG" come with them. plotly.js (its cartesian bundle) is loaded the first
+ * time one is shown, and a figure is drawn only once its pane is visible (`drawPlots`), at the
+ * width it then has. Until then, or where plotly cannot run, the figure shows its numbers as
+ * text. The roofline bars and the kernel table's share bars are plain elements.
  */
-import { el, muted, svg, table } from './dom';
-import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, intervalText, num, percent, rooflineText, speedupText, spreadText, validCi } from './record';
+import { Child, el, muted, table } from './dom';
+import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, num, percent, rooflineText, speedupText, spreadText, validCi } from './record';
 
 const EAGER = '#1565c0';
 const COMPILE = '#ef6c00';
+const LANES = { reference: '#8e9aaf', candidate: '#1565c0' };
+
+/** The part of plotly.js the view uses. */
+interface Plotly {
+  newPlot(node: HTMLElement, data: object[], layout: object, config: object): Promise<unknown>;
+}
+interface Figure {
+  data: object[];
+  layout: object;
+}
+
+const figures = new WeakMap<HTMLElement, Figure>();
+let loading: Promise<Plotly | null> | null = null;
+
+function plotly(): Promise<Plotly | null> {
+  loading ??= import('plotly.js-cartesian-dist-min')
+    .then(module => ((module as { default?: Plotly }).default || module) as Plotly)
+    .catch(() => null);
+  return loading;
+}
+
+/** `text` as plotly shows it: its pseudo-HTML (<b>, <a href>, entities) turned back into the
+ * characters, so a kernel's name from a candidate's profile is shown, never read as markup. */
+function plain(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** A figure plotly draws into `[data-chart=KIND]` once shown; `summary` (its numbers as text)
+ * stands in until then, and where plotly cannot run. */
+function plotted(kind: string, caption: Child[], figure: Figure, summary: Child[], attrs: Record<string, string> = {}): HTMLElement {
+  const area = el('div', { class: 'kforge-plot', 'data-chart': kind, ...attrs });
+  figures.set(area, figure);
+  return el('figure', { class: 'kforge-figure' }, el('figcaption', undefined, ...caption), area, el('div', { class: 'kforge-plot-text' }, ...summary));
+}
+
+/** Draw the figures under `root` not drawn yet; call it when `root` is visible. */
+export function drawPlots(root: Element): void {
+  for (const area of Array.from(root.querySelectorAll<HTMLElement>('.kforge-plot:not([data-drawn])'))) {
+    const figure = figures.get(area);
+    if (!figure) {
+      continue;
+    }
+    area.setAttribute('data-drawn', 'loading');
+    void plotly().then(async lib => {
+      if (!lib || !area.isConnected) {
+        area.setAttribute('data-drawn', 'text'); // the numbers below stay
+        return;
+      }
+      try {
+        const base = { margin: { l: 48, r: 12, t: 8, b: 36 }, height: 260, paper_bgcolor: 'rgba(0,0,0,0)', plot_bgcolor: 'rgba(0,0,0,0)' };
+        await lib.newPlot(area, figure.data, { ...base, ...figure.layout }, { responsive: true, displaylogo: false });
+        area.setAttribute('data-drawn', 'plotly');
+        const text = area.parentElement?.querySelector('.kforge-plot-text') as HTMLElement | null;
+        if (text) {
+          text.hidden = true; // the figure's hover says the same
+        }
+      } catch {
+        area.setAttribute('data-drawn', 'text');
+      }
+    });
+  }
+}
 
 interface Point {
   id: string;
@@ -33,84 +98,65 @@ export function speedupPoints(history: Candidate[]): Point[] {
     }));
 }
 
-/** Speedup vs eager (blue) and vs torch.compile (orange) per correct candidate, each with its
- * 95 % interval as an error bar where the record has one; 1x dashed. */
+const SERIES = [
+  ['eager', 'vs eager', EAGER],
+  ['compile', 'vs torch.compile', COMPILE]
+] as const;
+
+/** Speedup vs eager (blue) and, where it was timed, vs torch.compile (orange) per correct
+ * candidate, each with its 95 % interval as an error bar where the record has one; 1x dashed.
+ * A series nothing was timed against has no trace and no legend entry. */
 export function speedupChart(points: Point[]): Element {
   if (points.length === 0) {
     return muted('no timed candidate yet');
   }
-  const width = 560;
-  const height = 200;
-  const left = 44;
-  const bottom = 24;
-  const values = points.flatMap(p => [p.eager || 0, p.compile || 0, p.eagerCi?.[1] || 0, p.compileCi?.[1] || 0]);
-  const top = Math.max(1.2, ...values) * 1.1;
-  const x = (i: number) => left + (i * (width - left - 16)) / Math.max(points.length - 1, 1);
-  const y = (v: number) => height - bottom - (v / top) * (height - bottom - 10);
-  const chart = svg('svg', {
-    class: 'kforge-chart',
-    viewBox: `0 0 ${width} ${height}`,
-    role: 'img',
-    'aria-label': 'speedup per correct candidate',
-    'data-chart': 'speedup'
+  const said = (p: Point, key: 'eager' | 'compile') => {
+    const ci = key === 'eager' ? p.eagerCi : p.compileCi;
+    return p.busy ? `${spreadText(p[key], ci)} (busy)` : speedupText(p[key], ci);
+  };
+  const data = SERIES.filter(([key]) => points.some(p => p[key])).map(([key, name, colour]) => {
+    const shown = points.filter(p => p[key]);
+    const ci = shown.map(p => (key === 'eager' ? p.eagerCi : p.compileCi));
+    return {
+      type: 'scatter',
+      mode: 'lines+markers',
+      name,
+      x: shown.map(p => plain(p.id)),
+      y: shown.map(p => p[key]),
+      marker: { color: colour },
+      line: { color: colour },
+      error_y: {
+        type: 'data',
+        symmetric: false,
+        array: shown.map((p, i) => (ci[i] ? Math.max(ci[i]![1] - (p[key] as number), 0) : 0)),
+        arrayminus: shown.map((p, i) => (ci[i] ? Math.max((p[key] as number) - ci[i]![0], 0) : 0)),
+        visible: ci.some(c => c)
+      },
+      text: shown.map(p => plain(`${p.id}: ${said(p, key)} ${name}`)),
+      hoverinfo: 'text'
+    };
   });
-  chart.appendChild(
-    svg('line', { x1: left, x2: width - 8, y1: y(1), y2: y(1), stroke: '#999', 'stroke-dasharray': '4 3' })
+  const layout = {
+    xaxis: { type: 'category', title: { text: 'candidate' } },
+    yaxis: { title: { text: 'speedup (x)' }, rangemode: 'tozero' },
+    shapes: [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: 1, y1: 1, line: { dash: 'dash', color: '#999', width: 1 } }],
+    legend: { orientation: 'h', y: 1.12 }
+  };
+  const bars = points.some(p => p.eagerCi || p.compileCi);
+  const summary = points.flatMap(p =>
+    SERIES.filter(([key]) => p[key]).map(([key, name]) =>
+      el(
+        'div',
+        { class: (key === 'eager' ? p.eagerCi : p.compileCi) ? 'kforge-errorbar' : null, 'data-series': key, 'data-id': p.id },
+        `${p.id}: ${said(p, key)} ${name}`
+      )
+    )
   );
-  chart.appendChild(svg('text', { x: 4, y: y(1) + 4, 'font-size': 11 }, '1x'));
-  chart.appendChild(svg('text', { x: 4, y: y(top / 1.1) + 4, 'font-size': 11 }, `${num(top / 1.1, 2)}x`));
-  for (const [key, colour] of [
-    ['eager', EAGER],
-    ['compile', COMPILE]
-  ] as ['eager' | 'compile', string][]) {
-    const series = points.map((p, i) => [i, p[key]] as [number, number | null]).filter(([, v]) => v);
-    if (series.length === 0) {
-      continue;
-    }
-    chart.appendChild(
-      svg('polyline', {
-        points: series.map(([i, v]) => `${x(i)},${y(v as number)}`).join(' '),
-        fill: 'none',
-        stroke: colour,
-        'stroke-width': 2
-      })
-    );
-    for (const [i, v] of series) {
-      const ci = key === 'eager' ? points[i].eagerCi : points[i].compileCi;
-      if (ci) {
-        const [lo, hi] = [y(Math.max(ci[0], 0)), y(ci[1])];
-        const cx = x(i);
-        const bar = svg('g', { class: 'kforge-errorbar', 'data-series': key, 'data-id': points[i].id, stroke: colour, 'stroke-width': 1.5 });
-        bar.appendChild(svg('line', { x1: cx, x2: cx, y1: lo, y2: hi }));
-        bar.appendChild(svg('line', { x1: cx - 4, x2: cx + 4, y1: lo, y2: lo }));
-        bar.appendChild(svg('line', { x1: cx - 4, x2: cx + 4, y1: hi, y2: hi }));
-        chart.appendChild(bar);
-      }
-      const span = intervalText(ci);
-      chart.appendChild(
-        svg(
-          'circle',
-          { cx: x(i), cy: y(v as number), r: 4, fill: colour },
-          svg('title', undefined, points[i].busy ? `${points[i].id}: ${spreadText(v, ci)} vs ${key} (busy)` : `${points[i].id}: ${speedupText(v, ci)} vs ${key}${span ? ` (${span})` : ''}`)
-        )
-      );
-    }
-  }
-  points.forEach((p, i) => chart.appendChild(svg('text', { x: x(i) - 8, y: height - 6, 'font-size': 11 }, p.id)));
-  return el(
-    'figure',
-    { class: 'kforge-figure' },
-    el(
-      'figcaption',
-      undefined,
-      points.some(p => p.eagerCi || p.compileCi)
-        ? 'speedup per correct candidate (higher is better; bars: 95 % interval): '
-        : 'speedup per correct candidate (higher is better): ',
-      el('span', { class: 'kforge-key', 'data-series': 'eager' }, '● vs eager'),
-      ' ',
-      el('span', { class: 'kforge-key', 'data-series': 'compile' }, '● vs torch.compile')
-    ),
-    chart
+  return plotted(
+    'speedup',
+    [`speedup per correct candidate (higher is better${bars ? '; bars: 95 % interval' : ''}; drag to zoom, hover for numbers)`],
+    { data, layout },
+    summary
   );
 }
 
@@ -145,75 +191,39 @@ export function rooflineBars(history: Candidate[]): Element {
   );
 }
 
-function heat(x: number): string {
-  const v = Math.min(Math.max(x, 0), 1);
-  return `rgb(${255 - Math.round(75 * v)},${Math.round(255 * (1 - v))},${Math.round(255 * (1 - v))})`;
-}
+const HEAT = [
+  [0, '#ffffff'],
+  [1, '#b40000']
+];
 
-/** |candidate - reference|, max-pooled: a heat map for 2-D outputs, bars for 1-D ones. */
-export function errorMap(map: ErrorMap | null | undefined): Element {
+/** |candidate - reference|, max-pooled: a heat map for 2-D outputs, bars for 1-D ones. `none`
+ * says why there is no map (the one reason that applies). */
+export function errorMap(map: ErrorMap | null | undefined, none: string): Element {
   if (!map || !map.values || map.values.length === 0) {
-    return muted(
-      'no error map (the outputs matched, the check stopped before comparing values, or the ' +
-        'record keeps maps for its latest candidates only)'
-    );
+    return muted(`no error map: ${none}`);
   }
   const shape = map.shape.join('x');
   if (map.kind === '1d') {
     const values = map.values as number[];
-    const topValue = Math.max(...values) || 1;
-    const chart = svg('svg', {
-      class: 'kforge-chart',
-      viewBox: `0 0 ${values.length * 8} 100`,
-      preserveAspectRatio: 'none',
-      'data-chart': 'error-map'
-    });
-    values.forEach((v, i) =>
-      chart.appendChild(
-        svg(
-          'rect',
-          { x: i * 8, y: 100 - (v / topValue) * 100, width: 7, height: (v / topValue) * 100, fill: '#c62828' },
-          svg('title', undefined, `bin ${i}: ${num(v, 3)}`)
-        )
-      )
-    );
-    return el(
-      'figure',
-      { class: 'kforge-figure' },
-      el('figcaption', undefined, `max |error| per bin, output shape ${shape}; tallest ${num(topValue, 3)}`),
-      chart
+    const top = Math.max(...values) || 1;
+    return plotted(
+      'error-map',
+      [`max |error| per bin, output shape ${shape}; tallest ${num(top, 3)}`],
+      { data: [{ type: 'bar', y: values, marker: { color: '#c62828' }, hovertemplate: 'bin %{x}: %{y:.3g}<extra></extra>' }], layout: { xaxis: { title: { text: 'bin' } }, yaxis: { title: { text: 'max |error|' } } } },
+      [`largest bin ${num(top, 3)} of ${values.length} bins`]
     );
   }
   const rows = map.values as number[][];
   const cols = rows[0]?.length || 0;
-  const topValue = Math.max(0, ...rows.map(r => Math.max(0, ...r))) || 1;
-  const chart = svg('svg', {
-    class: 'kforge-chart kforge-heatmap',
-    viewBox: `0 0 ${cols} ${rows.length}`,
-    preserveAspectRatio: 'none',
-    'shape-rendering': 'crispEdges',
-    'data-chart': 'error-map'
-  });
-  rows.forEach((row, r) =>
-    row.forEach((v, c) =>
-      chart.appendChild(
-        svg(
-          'rect',
-          { x: c, y: r, width: 1, height: 1, fill: heat(v / topValue) },
-          svg('title', undefined, `bin (${r}, ${c}): ${num(v, 3)}`)
-        )
-      )
-    )
-  );
-  return el(
-    'figure',
-    { class: 'kforge-figure' },
-    el(
-      'figcaption',
-      undefined,
-      `max |error| over the output (shape ${shape}), pooled to ${rows.length}x${cols}; white 0, dark red ${num(topValue, 3)}`
-    ),
-    chart
+  const top = Math.max(0, ...rows.map(r => Math.max(0, ...r))) || 1;
+  return plotted(
+    'error-map',
+    [`max |error| over the output (shape ${shape}), pooled to ${rows.length}x${cols}; white 0, dark red ${num(top, 3)}`],
+    {
+      data: [{ type: 'heatmap', z: rows, zmin: 0, zmax: top, colorscale: HEAT, hovertemplate: 'bin (%{y}, %{x}): %{z:.3g}<extra></extra>' }],
+      layout: { yaxis: { autorange: 'reversed', scaleanchor: 'x', title: { text: 'row bin' } }, xaxis: { title: { text: 'column bin' } }, height: 360 }
+    },
+    [`largest |error| ${num(top, 3)} over ${rows.length}x${cols} bins`]
   );
 }
 
@@ -221,7 +231,7 @@ export function errorMap(map: ErrorMap | null | undefined): Element {
 export function kernelTable(kernels: Kernel[], lane: string): Element {
   const total = kernels.reduce((sum, k) => sum + k.total_us, 0) || 1;
   return table(
-    ['kernel', 'calls', 'total us', 'share'],
+    ['kernel', 'calls', 'total µs', 'share'],
     kernels.map(k => {
       const bar = el('span', { class: 'kforge-bar', 'data-lane': lane });
       bar.style.width = `${(k.total_us / total) * 100}%`;
@@ -231,47 +241,50 @@ export function kernelTable(kernels: Kernel[], lane: string): Element {
   );
 }
 
-/** The best candidate's profiled calls: a reference lane and a candidate lane on one time axis. */
-export function timeline(reference: KernelEvent[], candidate: KernelEvent[]): Element {
-  const lanes: [string, KernelEvent[]][] = [
+/** Microseconds from a lane's first kernel to its last one's end. */
+export function laneSpan(events: KernelEvent[]): number {
+  if (events.length === 0) {
+    return 0;
+  }
+  const start = Math.min(...events.map(e => e.start_us));
+  return Math.max(...events.map(e => e.start_us + e.duration_us)) - start;
+}
+
+/** One profiled call of the best candidate: a reference lane and a candidate lane, each from
+ * its own first kernel (the profiler's set-up before it is not the call), kernels as bars. */
+export function timeline(reference: KernelEvent[], candidate: KernelEvent[], caption: string): Element {
+  const lanes = [
     ['reference', reference],
     ['candidate', candidate]
-  ];
-  const end = Math.max(1, ...lanes.flatMap(([, events]) => events.map(e => e.start_us + e.duration_us)));
-  const width = 640;
-  const label = 80;
-  const laneHeight = 24;
-  const chart = svg('svg', {
-    class: 'kforge-chart',
-    viewBox: `0 0 ${width} ${18 + 2 * (laneHeight + 8)}`,
-    'data-chart': 'timeline'
-  });
-  chart.appendChild(svg('text', { x: label, y: 12, 'font-size': 11 }, '0 us'));
-  chart.appendChild(svg('text', { x: width - 70, y: 12, 'font-size': 11 }, `${num(end, 3)} us`));
-  lanes.forEach(([lane, events], row) => {
-    const y = 18 + row * (laneHeight + 8);
-    chart.appendChild(svg('text', { x: 0, y: y + 16, 'font-size': 12 }, lane));
-    for (const e of events) {
-      chart.appendChild(
-        svg(
-          'rect',
-          {
-            x: label + (e.start_us / end) * (width - label),
-            y,
-            width: Math.max((e.duration_us / end) * (width - label), 0.8),
-            height: laneHeight,
-            class: 'kforge-lane',
-            'data-lane': lane
-          },
-          svg('title', undefined, `${e.name}: ${fixed(e.duration_us, 1)} us at ${fixed(e.start_us, 1)} us`)
-        )
-      );
-    }
-  });
-  return el(
-    'figure',
-    { class: 'kforge-figure' },
-    el('figcaption', undefined, 'kernel timeline of the best candidate (hover a box for its name)'),
-    chart
+  ] as const;
+  const data = lanes
+    .filter(([, events]) => events.length)
+    .map(([lane, events]) => {
+      const start = Math.min(...events.map(e => e.start_us));
+      return {
+        type: 'bar',
+        orientation: 'h',
+        name: lane,
+        y: events.map(() => lane),
+        base: events.map(e => e.start_us - start),
+        x: events.map(e => Math.max(e.duration_us, 0.01)),
+        text: events.map(e => plain(`${e.name}: ${fixed(e.duration_us, 1)} µs at ${fixed(e.start_us - start, 1)} µs`)),
+        hoverinfo: 'text',
+        textposition: 'none',
+        marker: { color: LANES[lane] }
+      };
+    });
+  const layout = {
+    barmode: 'overlay',
+    showlegend: false,
+    height: 180,
+    xaxis: { title: { text: "µs from the lane's first kernel" }, rangemode: 'tozero' },
+    yaxis: { automargin: true }
+  };
+  return plotted(
+    'timeline',
+    [caption],
+    { data, layout },
+    lanes.map(([lane, events]) => el('div', { 'data-lane': lane }, `${lane}: ${events.length} kernels over ${num(laneSpan(events), 4)} µs`))
   );
 }

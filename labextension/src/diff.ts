@@ -1,6 +1,8 @@
 /**
  * A line diff of two candidates (longest common subsequence), shown as unified hunks with two
- * lines of context.
+ * lines of context. Changed lines wrap (style/view.css), so a long one (the builtin agent's
+ * `# kforge-builtin:` options line) shows whole, and a line changed into one other line has the
+ * part that changed marked.
  */
 import { el, muted } from './dom';
 
@@ -61,7 +63,27 @@ export function diffView(previous: string | null, current: string | null, previo
       body.appendChild(el('span', { class: 'kforge-diff-line', 'data-op': '@' }, '…\n'));
       skipped = false;
     }
-    body.appendChild(el('span', { class: 'kforge-diff-line', 'data-op': op }, `${op} ${text}\n`));
+    const other = op === '-' ? lines[k + 1] : op === '+' ? lines[k - 1] : undefined;
+    const paired = other && other[0] === (op === '-' ? '+' : '-') && lines[k + (op === '-' ? 2 : -2)]?.[0] !== op ? other[1] : null;
+    body.appendChild(el('span', { class: 'kforge-diff-line', 'data-op': op }, `${op} `, ...changedPart(text, paired), '\n'));
   });
   return el('div', undefined, el('div', undefined, `+${added} / -${removed} lines vs candidate ${previousLabel}`), body);
+}
+
+/** `text` with the part that differs from `paired` (the line it replaced, or that replaced it)
+ * in a <mark>; the text alone where there is no such line. */
+function changedPart(text: string, paired: string | null): (string | HTMLElement)[] {
+  if (paired === null) {
+    return [text];
+  }
+  let start = 0;
+  while (start < text.length && start < paired.length && text[start] === paired[start]) {
+    start++;
+  }
+  let end = 0;
+  while (end < text.length - start && end < paired.length - start && text[text.length - 1 - end] === paired[paired.length - 1 - end]) {
+    end++;
+  }
+  const middle = text.slice(start, text.length - end);
+  return middle ? [text.slice(0, start), el('mark', { class: 'kforge-diff-change' }, middle), text.slice(text.length - end)] : [text];
 }

@@ -15,6 +15,8 @@ export interface Timing {
   speedup_vs_eager?: number | null;
   speedup_vs_compile?: number | null;
   speedup_spread?: number | null;
+  /** Interleaved rounds of timed blocks per side. */
+  rounds?: number;
   /** 95 % intervals [low, high] of the speedups; missing or null in older records. */
   speedup_vs_eager_ci?: number[] | null;
   speedup_vs_compile_ci?: number[] | null;
@@ -58,7 +60,7 @@ export interface Correctness {
   rel_norm_error?: number | null;
   mismatch_fraction?: number | null;
   worst?: { index: number[]; got: number | null; expected: number | null }[];
-  tolerance?: { atol?: number; rtol?: number; policy?: string };
+  tolerance?: { atol?: number; rtol?: number; policy?: string; rel_norm?: number; atol_scaled?: number };
   failed_check?: string | null;
 }
 
@@ -80,7 +82,16 @@ export interface Result {
   timing?: Timing | null;
   /** ceiling_exceeded: above 1 the measured ceiling is too low (views cap the bar). */
   roofline?: { fraction_of_sol?: number | null; bound?: string | null; ceiling_exceeded?: boolean } | null;
-  profile?: { trace?: string | null; reference_trace?: string | null } | null;
+  /** `note`: where the profiled call and the timed median differ more than 2x (evaluator
+   * figures.py profile_note); `profiled_calls`: how many calls were profiled (the median one
+   * is shown); `kernel_us`: each lane's kernel time in that one call. */
+  profile?: {
+    trace?: string | null;
+    reference_trace?: string | null;
+    note?: string | null;
+    profiled_calls?: number | null;
+    kernel_us?: { candidate: number; reference: number } | null;
+  } | null;
 }
 
 export interface Kernel {
@@ -104,6 +115,8 @@ export interface Candidate {
   result: Result;
   kernels?: { candidate: Kernel[]; reference: Kernel[] } | null;
   error_map?: ErrorMap | null;
+  /** It had an error map, left out: a record keeps the latest candidates' maps only. */
+  error_map_dropped?: boolean;
   recommendation?: string | null;
   decision?: string | null;
   decision_text?: string | null;
@@ -182,6 +195,9 @@ export interface RunRecord {
   /** The candidates timed on a busy machine and the latest's note; null when none was. */
   busy?: { ids: string[]; note: string } | null;
   progress: { iteration: number; iterations: number };
+  /** The trials asked for (--trials); a verdict counts one more at another batch size where
+   * its shape could change. Missing in older records. */
+  trials?: number;
   status: string;
   notices: string[];
   confirmation?: string | null;   // the final judging, in words (--confirm)
@@ -344,10 +360,16 @@ export function rooflineText(fraction: number | null | undefined, exceeded = fal
   return exceeded || fraction > 1 ? `>100% (${CEILING_NOTE})` : percent(fraction);
 }
 
-/** The busy banner's text. */
+const BUSY_LEAD = 'the machine was busy while timing';
+
+/** The busy banner's text (intervals.py busy_text): where the note opens with the same words
+ * (the evaluator's does), the note with the candidates named in it, said once. */
 export function busyText(note: string, ids: string[] = []): string {
-  const which = ids.length ? ` (candidate${ids.length > 1 ? 's' : ''} ${ids.join(', ')})` : '';
-  return `the machine was busy while timing${which}: speedups may be off${note ? `; ${note}` : ''}`;
+  const which = ids.length ? `candidate${ids.length > 1 ? 's' : ''} ${ids.join(', ')}` : '';
+  if (note.startsWith(BUSY_LEAD)) {
+    return BUSY_LEAD + (which ? ` ${which}` : '') + note.slice(BUSY_LEAD.length);
+  }
+  return `${BUSY_LEAD}${which ? ` (${which})` : ''}: speedups may be off${note ? `; ${note}` : ''}`;
 }
 
 /** The "from" cell: the decision and its words, the person's own where they edited or

@@ -2,11 +2,12 @@
  * The one view of a kforge run record, live (anywidget, widget.ts) and saved (JupyterLab MIME
  * renderer, index.ts). Framework-free DOM, text only (see dom.ts).
  *
- *   header       problem, target, device, provider; "iteration i/N" and Stop while running, the
- *                end state and why once finished
+ *   header       problem, target, device, provider; "iteration i/N" and Stop while running (and
+ *                that Kernel > Interrupt stops it too), the end state and why once finished
  *   notes        timings that are not performance figures, the busy banner (a timing taken on a
  *                busy machine), notices, "saved run — no kernel" (a report with no kernel behind
- *                it: opened from disk; a live run's own report stays live, live.ts)
+ *                it: opened from disk; a live run's own report stays live, and one reloaded
+ *                while its kernel lives turns live when the kernel's model arrives, live.ts)
  *   status       what the session does now, and the kernel's reply to the last action
  *   candidates   one chip per candidate (unique ids), with its speedup and 95 % interval
  *                ("1.42x ±6%"), its head-to-head with the best of its time ("faster than 0.0
@@ -16,14 +17,18 @@
  *                it in the tabs
  *   tree         the candidates tree (tree.ts): parent -> child, lineage, pinned / pruned;
  *                Pin / Unpin / Prune / Unprune per candidate while running (live only)
- *   tabs         Code (code, diff, editor) | Errors | Correctness | Profile | Performance |
- *                Recommendation (Accept / Edit / Redirect / Skip / Stop while running)
+ *   tabs         Code (code, diff, editor; an evaluated edit is shown once judged) | Errors
+ *                (the failing line marked and scrolled to) | Correctness (the trials asked for
+ *                and the one at another batch size, the criterion and its margin) | Profile (one
+ *                profiled call, labelled, beside the timed median) | Performance | Recommendation
+ *                (Accept / Edit / Redirect / Skip / Stop while running; iterations numbered from
+ *                1 as the header does)
  *
  * Stable hooks for tests and styles: div.kforge-run[data-renderer=widget|mime][data-state=
  * running|finished], [data-role=header|status|candidate|tree], button[data-tab], [data-pane],
  * button[data-action], button[data-steer], textarea[data-input=edit|redirect|code].
  */
-import { errorMap, kernelTable, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
+import { drawPlots, errorMap, kernelTable, laneSpan, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
 import { diffView } from './diff';
 import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
 import {
@@ -54,7 +59,8 @@ export type Renderer = 'widget' | 'mime';
 
 export interface Host {
   renderer: Renderer;
-  /** Hands an action to the kernel; absent where there is none (a saved notebook). */
+  /** Hands an action to the kernel; absent where there is none (a saved notebook), until the
+   * run's model turns up (`connect`: a page reloaded while the kernel lives). */
   send?: (action: Action) => void;
 }
 
@@ -71,6 +77,7 @@ const TITLES: Record<Tab, string> = {
 const DECISIONS = ['accept', 'edit', 'redirect', 'skip', 'stop'] as const;
 type Decision = (typeof DECISIONS)[number];
 const SAVED = 'saved run — no kernel';
+const INTERRUPT = 'Stop, or Kernel > Interrupt, stops the run after its current step';
 
 function textBox(input: string, placeholder: string, rows: number): HTMLTextAreaElement {
   return el('textarea', { 'data-input': input, placeholder, rows, spellcheck: 'false', class: 'kforge-input' });
@@ -107,9 +114,12 @@ export class RunView {
   private editFor = ''; // the recommendation the Edit box was filled from
   private readonly redirectText = textBox('redirect', 'your own instruction: Redirect sends this', 3);
   private readonly controls: HTMLElement;
+  private readonly savedLabels = [el('span', { class: 'kforge-muted' }, SAVED), el('span', { class: 'kforge-muted' }, SAVED)];
+  private readonly interruptHint = el('span', { class: 'kforge-muted', 'data-role': 'stop-hint' }, INTERRUPT);
+  private editsBefore: Set<string> | null = null; // ids when "Evaluate my edit" was pressed
+  private scrollErrors = false; // the Errors pane's marked line is brought into view when shown
 
   constructor(parent: HTMLElement, private readonly host: Host) {
-    const live = this.live;
     this.root = el('div', { class: 'kforge-run', 'data-renderer': host.renderer, 'data-state': 'running' });
     const tabs = el('div', { class: 'kforge-tabs', role: 'tablist' });
     for (const tab of TABS) {
@@ -121,15 +131,14 @@ export class RunView {
       this.panes[tab] = el('section', { 'data-pane': tab, role: 'tabpanel', class: 'kforge-pane' }, this.views[tab]);
     }
     this.stopButton.addEventListener('click', () => this.send({ action: 'stop' }));
-    this.evaluateButton.addEventListener('click', () => this.send({ action: 'evaluate', code: this.editor.value }));
-    this.editor.readOnly = !live;
+    this.evaluateButton.addEventListener('click', () => this.evaluate());
     this.panes.code.appendChild(
       el(
         'div',
         { class: 'kforge-editor' },
         el('h4', undefined, 'your edit'),
         this.editor,
-        el('div', { class: 'kforge-row' }, this.evaluateButton, live ? null : el('span', { class: 'kforge-muted' }, SAVED))
+        el('div', { class: 'kforge-row' }, this.evaluateButton, this.savedLabels[0])
       )
     );
     const kinds: Record<Decision, string> = { accept: 'success', edit: 'info', redirect: 'warning', skip: 'plain', stop: 'danger' };
@@ -140,11 +149,10 @@ export class RunView {
     this.controls = el(
       'div',
       { class: 'kforge-controls' },
-      el('div', { class: 'kforge-row' }, ...DECISIONS.map(k => this.buttons[k]), live ? null : el('span', { class: 'kforge-muted' }, SAVED)),
+      el('div', { class: 'kforge-row' }, ...DECISIONS.map(k => this.buttons[k]), this.savedLabels[1]),
       el('label', undefined, el('b', undefined, 'Edit'), ': change the recommendation, then press Edit', this.editText),
       el('label', undefined, el('b', undefined, 'Redirect'), ': ask for something else, then press Redirect', this.redirectText)
     );
-    this.editText.readOnly = this.redirectText.readOnly = !live;
     this.root.append(
       this.header,
       this.notes,
@@ -163,10 +171,29 @@ export class RunView {
     return this.host.send !== undefined;
   }
 
+  /** The run's kernel turned up (its widget model, after a page reload): buttons and editor
+   * on, "saved run" gone. */
+  connect(send: (action: Action) => void): void {
+    this.host.send = send;
+    this.drawn.clear();
+    this.render();
+  }
+
+  /** "Evaluate my edit": the candidate it becomes is shown in the tabs once it arrives. */
+  private evaluate(): void {
+    this.editsBefore = new Set((this.record?.history || []).map(a => a.id));
+    this.send({ action: 'evaluate', code: this.editor.value });
+  }
+
   /** Draw a (new) record; `message` is the kernel's reply to the last action. */
   update(record: RunRecord, message = ''): void {
     this.record = record;
     this.message = message;
+    const edit = this.editsBefore && record.history.find(a => a.kind === 'manual' && !this.editsBefore!.has(a.id));
+    if (edit) {
+      this.editsBefore = null;
+      this.selected = edit.id; // the edit's verdict, in every tab, not the candidate before it
+    }
     if (this.steering) {
       this.steering = false; // the kernel answered: the tree's buttons are drawn afresh
       this.drawn.delete('tree');
@@ -259,22 +286,31 @@ export class RunView {
         selected: sel?.id ?? null
       })
     );
-    for (const tab of TABS) {
-      this.tabButtons[tab].setAttribute('aria-selected', String(tab === this.tab));
-      this.panes[tab].hidden = tab !== this.tab;
-    }
     const id = sel ? `${sel.id}:${sel.result.state}` : '';
     this.section('code', `${id}|${previous?.id}|${r.best_id}`, this.views.code, () => this.drawCode(r, sel, previous));
     this.section('errors', id, this.views.errors, () => this.drawErrors(sel));
-    this.section('correctness', `${id}|${!!sel?.error_map}`, this.views.correctness, () => this.drawCorrectness(sel));
+    this.section('correctness', `${id}|${!!sel?.error_map}|${r.trials}`, this.views.correctness, () => this.drawCorrectness(r, sel));
     const events = r.profile?.candidate_events?.length || 0;
     this.section('profile', `${id}|${r.best_id}|${events}`, this.views.profile, () => this.drawProfile(r, sel));
     const times = r.history
       .map(a => `${a.id}:${a.result.state}:${a.result.timing?.candidate_ms}:${this.chipSpeed(a)}:${this.chipTag(a)}:${a.decision}`)
       .join(',');
     this.section('performance', `${times}|${r.best_id}|${sel?.id}`, this.views.performance, () => this.drawPerformance(r, sel));
-    const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id]);
+    const rec = JSON.stringify([r.recommendation, r.pending, r.state, r.decisions, r.summary.reason, r.best_id, r.progress]);
     this.section('recommendation', rec, this.views.recommendation, () => this.drawRecommendation(r));
+    for (const tab of TABS) {
+      this.tabButtons[tab].setAttribute('aria-selected', String(tab === this.tab));
+      this.panes[tab].hidden = tab !== this.tab;
+    }
+    drawPlots(this.panes[this.tab]); // plotly draws at the width a visible pane has
+    if (this.tab === 'errors' && this.scrollErrors) {
+      this.scrollErrors = false;
+      const marked = this.views.errors.querySelector('.kforge-line[data-mark]') as HTMLElement | null;
+      const code = marked?.closest('pre');
+      if (marked && code) {
+        code.scrollTop = Math.max(marked.offsetTop - code.offsetTop - code.clientHeight / 3, 0);
+      }
+    }
 
     const code = sel?.code || '';
     if (this.editor.value === this.editorFilled && code !== this.editorFilled) {
@@ -293,6 +329,12 @@ export class RunView {
       this.editText.value = this.editFilled = recText;
     }
     this.evaluateButton.disabled = !this.live;
+    this.editor.readOnly = this.editText.readOnly = this.redirectText.readOnly = !this.live;
+    if (this.live) {
+      for (const label of this.savedLabels) {
+        label.remove(); // the run's kernel is here (it never goes back to a saved run)
+      }
+    }
     if (running) {
       this.panes.recommendation.appendChild(this.controls);
       for (const kind of DECISIONS) {
@@ -368,11 +410,12 @@ export class RunView {
       el('div', { class: 'kforge-stats' }, stats)
     );
     if (running) {
-      this.header.appendChild(this.stopButton);
+      this.header.append(this.stopButton, ...(this.live ? [this.interruptHint] : []));
       this.stopButton.disabled = !this.live;
-      this.stopButton.title = this.live ? 'stop the session after the current step' : SAVED;
+      this.stopButton.title = this.live ? INTERRUPT : SAVED;
     } else {
       this.stopButton.remove();
+      this.interruptHint.remove();
     }
   }
 
@@ -492,15 +535,17 @@ export class RunView {
   }
 
   private drawErrors(sel: Candidate | null): Child[] {
+    this.scrollErrors = false;
     if (!sel) {
       return [muted('no candidate yet')];
     }
     const r = sel.result;
     if (r.state === 'correct') {
-      return [el('div', undefined, badge('correct'), ' no errors')];
+      return [el('div', undefined, badge('correct'), ` candidate ${sel.id}: no errors`)];
     }
     const err = r.error || {};
     const log = err.traceback || (err.log ? `log: ${err.log}` : '');
+    this.scrollErrors = !!err.line && !!sel.code; // brought into view when the pane shows
     return [
       el('div', { class: 'kforge-pane-head' }, badge(r.state), ' ', el('b', undefined, err.type || ''), ` candidate ${sel.id}`),
       el('pre', { class: 'kforge-error' }, r.message),
@@ -511,35 +556,44 @@ export class RunView {
     ];
   }
 
-  private drawCorrectness(sel: Candidate | null): Child[] {
+  private drawCorrectness(r: RunRecord, sel: Candidate | null): Child[] {
     if (!sel) {
       return [muted('no candidate yet')];
     }
-    const r = sel.result;
-    const c = r.correctness || {};
+    const result = sel.result;
+    const c = result.correctness || {};
     if (!c.trials) {
-      return [el('div', undefined, badge(r.state), ` the candidate did not reach the correctness check (${firstLine(r.message, 200)})`)];
+      return [el('div', undefined, badge(result.state), ` the candidate did not reach the correctness check (${firstLine(result.message, 200)})`)];
     }
     const tol = c.tolerance || {};
+    // the trials asked for, then one at another batch size (EvalOptions.trial_plan)
+    const asked = r.trials && r.trials < c.trials ? r.trials : null;
+    const trials = asked
+      ? `${c.passed_trials} of ${c.trials}: the ${asked} asked for (--trials ${asked}) and ${c.trials - asked} at another batch size, so that no shape is hard-coded`
+      : `${c.passed_trials} of ${c.trials}`;
+    const shapeLabel = asked ? 'shape / dtype (the last trial: at another batch size)' : 'shape / dtype';
     const rows: Child[][] = [
-      ['shape / dtype', `${(c.shape || []).join('x')} ${c.dtype || ''}`],
-      ['trials passed', `${c.passed_trials} of ${c.trials}`],
-      ['max abs error', num(c.max_abs_error, 3)],
-      ['max rel error', num(c.max_rel_error, 3)],
-      ['relative error norm', num(c.rel_norm_error, 3)],
-      ['mismatch fraction', percent(c.mismatch_fraction)],
-      ['tolerance', tol.policy ? `atol ${tol.atol}, rtol ${tol.rtol}, policy ${tol.policy}` : '-']
+      [shapeLabel, `${(c.shape || []).join('x')} ${c.dtype || ''}`],
+      ['trials passed', trials],
+      ['criterion', criterionText(tol)],
+      ['max abs error', marginText(c.max_abs_error, tol)],
+      ['relative error norm', tol.rel_norm != null ? `${num(c.rel_norm_error, 3)} (bound ${num(tol.rel_norm, 3)}: near-zero outputs cannot pass as zeros)` : num(c.rel_norm_error, 3)],
+      [
+        'max rel error',
+        `${num(c.max_rel_error, 3)} (|a−b| / |b| is largest where the reference is near zero, where atol decides: shown, not the criterion)`
+      ],
+      ['mismatch fraction', percent(c.mismatch_fraction)]
     ];
     if (c.failed_check) {
       rows.push(['failed check', c.failed_check]);
     }
     const worst = c.worst || [];
     return [
-      el('div', undefined, badge(r.state), ` ${r.message.slice(0, 300)}`),
+      el('div', undefined, badge(result.state), ` ${result.message.slice(0, 300)}`),
       table(['', ''], rows, { 'data-role': 'correctness-stats' }),
       worst.length ? el('h4', undefined, 'worst positions') : null,
       worst.length ? table(['index', 'got', 'expected'], worst.map(w => [`[${w.index.join(', ')}]`, num(w.got, 6), num(w.expected, 6)])) : null,
-      errorMap(sel.error_map)
+      errorMap(sel.error_map, noMapReason(sel))
     ];
   }
 
@@ -548,15 +602,32 @@ export class RunView {
       return [muted('profiles are taken for correct candidates only')];
     }
     const p = sel.result.profile || {};
+    const t = sel.result.timing || {};
     const events = r.profile || {};
-    const traces = [p.trace, p.reference_trace].filter(t => t);
+    const traces = [p.trace, p.reference_trace].filter(x => x);
+    const calls = p.profiled_calls && p.profiled_calls > 1 ? ` (the median of ${p.profiled_calls} profiled calls)` : '';
+    const best = sel.id === r.best_id && (events.candidate_events || []).length;
     return [
-      el('h4', undefined, `top kernels of candidate ${sel.id}`),
+      el(
+        'div',
+        { class: 'kforge-verdict', 'data-role': 'profile-label' },
+        el('div', undefined, el('b', undefined, `one profiled call of candidate ${sel.id}${calls}`), ', not the timed median:'),
+        el('div', undefined, profiledVersusTimed('candidate', p.kernel_us?.candidate, t.candidate_ms, t.rounds)),
+        el('div', undefined, profiledVersusTimed('reference (eager)', p.kernel_us?.reference, t.eager_ms, t.rounds)),
+        p.note ? el('div', { class: 'kforge-note', 'data-role': 'profile-note' }, `⚠ ${p.note}`) : null
+      ),
+      el('h4', undefined, `top kernels of candidate ${sel.id} in that call`),
       kernelTable(sel.kernels.candidate, 'candidate'),
-      el('h4', undefined, 'top kernels of the reference (eager)'),
+      el('h4', undefined, 'top kernels of the reference (eager) in its call'),
       kernelTable(sel.kernels.reference, 'reference'),
-      sel.id === r.best_id && (events.candidate_events || []).length
-        ? timeline(events.reference_events || [], events.candidate_events || [])
+      best
+        ? timeline(
+            events.reference_events || [],
+            events.candidate_events || [],
+            `kernel timeline of the same profiled call: candidate kernels over ${num(laneSpan(events.candidate_events || []), 4)} µs, ` +
+              `eager's over ${num(laneSpan(events.reference_events || []), 4)} µs, each from its first kernel (gaps between kernels included); ` +
+              `the timed median is ${num(t.candidate_ms)} ms (drag to zoom, hover a bar for its kernel)`
+          )
         : muted('the kernel timeline is kept for the best candidate'),
       traces.length ? el('div', { class: 'kforge-muted' }, `Chrome traces (open in https://ui.perfetto.dev): ${traces.join(', ')}`) : null
     ];
@@ -641,7 +712,12 @@ export class RunView {
         ? el(
             'div',
             { class: 'kforge-rec', 'data-role': 'recommendation' },
-            el('div', undefined, el('b', undefined, rec.title), ` (iteration ${rec.iteration}${rec.parent ? `, for candidate ${rec.parent}` : ''})`),
+            el(
+              'div',
+              undefined,
+              el('b', undefined, rec.title),
+              ` (for iteration ${rec.iteration + 1}/${r.progress.iterations}, whose candidates are ${rec.iteration}.*${rec.parent ? `; about candidate ${rec.parent}` : ''})`
+            ),
             el('div', { class: 'kforge-rec-text' }, rec.text),
             rec.expected_gain ? el('div', undefined, `expected gain: ${rec.expected_gain}`) : null
           )
@@ -651,9 +727,15 @@ export class RunView {
         ? el(
             'ol',
             { class: 'kforge-decisions' },
-            ...r.decisions.map(d => el('li', undefined, `iteration ${d.iteration}: ${d.kind}${d.text ? ` — ${d.text.slice(0, 160)}` : ''}`))
+            ...r.decisions.map(d => el('li', undefined, `iteration ${d.iteration + 1}: ${d.kind}${d.text ? ` — ${d.text.slice(0, 160)}` : ''}`))
           )
-        : null
+        : null,
+      el(
+        'div',
+        { class: 'kforge-muted', 'data-role': 'decisions-budget' },
+        `--iterations ${r.progress.iterations}: the first iteration writes the first candidate (and fixes it until it is correct); ` +
+          `each later one applies one decision, so at most ${Math.max(r.progress.iterations - 1, 0)} decisions`
+      )
     ];
   }
 
@@ -670,4 +752,49 @@ export class RunView {
     }
     return r.recommendation?.decision ? `decided: ${r.recommendation.decision}` : 'no recommendation yet';
   }
+}
+
+/** The check every element passes (evaluator/correctness.py): |a − b| <= atol·scale + rtol·|b|. */
+function criterionText(tol: { atol?: number; rtol?: number; policy?: string; atol_scaled?: number }): string {
+  if (tol.atol == null || tol.rtol == null) {
+    return '-';
+  }
+  const scaled = tol.atol_scaled != null && tol.atol_scaled !== tol.atol ? ` (atol·scale ${num(tol.atol_scaled, 3)}: scale is the output's RMS)` : '';
+  return `every element: |candidate − reference| <= atol + rtol·|reference|, atol ${num(tol.atol, 3)}${scaled}, rtol ${num(tol.rtol, 3)} (policy ${tol.policy || '?'})`;
+}
+
+/** The largest |a − b| against the smallest allowance the criterion gives (atol·scale): how
+ * much of its margin the worst element used, at most. */
+function marginText(maxAbs: number | null | undefined, tol: { atol?: number; atol_scaled?: number }): string {
+  const allowance = tol.atol_scaled ?? tol.atol;
+  if (maxAbs == null || !allowance) {
+    return num(maxAbs, 3);
+  }
+  const used = maxAbs / allowance;
+  return used <= 1
+    ? `${num(maxAbs, 3)}: at most ${num(used * 100, 2)}% of the smallest allowance (${num(allowance, 3)}), within the criterion`
+    : `${num(maxAbs, 3)}: ${num(used, 3)}x the smallest allowance (${num(allowance, 3)}); elements with a larger |reference| are allowed more`;
+}
+
+/** Why a candidate's Correctness tab has no error map: the one reason that applies. */
+function noMapReason(a: Candidate): string {
+  if (a.error_map_dropped) {
+    return 'this record keeps the maps of its latest candidates only';
+  }
+  if (a.result.state === 'correct') {
+    return 'every trial matched';
+  }
+  const check = a.result.correctness?.failed_check;
+  return `the check stopped before comparing values${check ? ` (${check})` : ''}: ${firstLine(a.result.message, 160)}`;
+}
+
+/** "candidate: kernels 407.6 µs in this call; timed median 0.3829 ms over 12 rounds, 0.94x the
+ * call's kernels" (what the Profile tab sets beside each other). */
+function profiledVersusTimed(lane: string, kernelUs: number | null | undefined, timedMs: number | null | undefined, rounds: number | undefined): string {
+  const kernels = kernelUs != null ? `kernels ${num(kernelUs, 4)} µs in this call` : 'kernels: -';
+  if (timedMs == null) {
+    return `${lane}: ${kernels}`;
+  }
+  const relation = kernelUs ? `, ${num((timedMs * 1000) / kernelUs, 3)}x this call's kernels` : '';
+  return `${lane}: ${kernels}; timed median ${num(timedMs)} ms${rounds ? ` over ${rounds} rounds` : ''}${relation}`;
 }

@@ -14,6 +14,11 @@ export { RunView } from './view';
 export { reportView } from './live';
 
 export default {
+  /** The model is made: remembered by run id even where no view of it is drawn (a page
+   * reloaded while its kernel lives), so the run's report turns live (live.ts). */
+  initialize({ model }: { model: LiveModel }): void {
+    remember(model);
+  },
   render({ model, el }: { model: LiveModel; el: HTMLElement }): () => void {
     remember(model); // the run's report, shown when the run ends, stays live (live.ts)
     const view = new RunView(el, { renderer: 'widget', send: action => model.send(action) });

@@ -5,7 +5,8 @@
 //
 // SCENARIO: {"renderer": "widget" | "mime", "record": {...}, "steps": [STEP, ...]}; a STEP is
 // {"click": SELECTOR} | {"fill": SELECTOR, "value": TEXT} | {"record": {...}} (the kernel
-// syncs a new record) | {"message": TEXT} | {"report": {...}} (the run ended: the kernel clears
+// syncs a new record) | {"message": TEXT} | {"kernel": true} (the widget manager makes the run's
+// model in this page, as after a reload with the kernel alive: anywidget's initialize) | {"report": {...}} (the run ended: the kernel clears
 // the widget and shows the report, drawn as index.ts draws it) | {"snapshot": NAME}. A snapshot's "tree" lists the
 // candidates tree's nodes (the node each is nested in, flags, tags, row text, Pin / Prune buttons). "widget" renders through the
 // anywidget entry (default export, with a model that records model.send); "mime" through
@@ -122,6 +123,8 @@ for (const step of scenario.steps || [{ snapshot: 'end' }]) {
     } else {
       set('record', step.record);
     }
+  } else if (step.kernel) {
+    view.default.initialize({ model }); // the run's model made in this page (a reload, kernel alive)
   } else if (step.message !== undefined) {
     set('message', step.message);
   } else if (step.snapshot) {

@@ -1,0 +1,94 @@
+"""What the view says where a new user meets it (issue 38), on records of real sessions drawn by
+the committed bundle in jsdom (labextension/test/render.mjs): the Correctness tab's trials,
+criterion and missing error map, the Profile tab's one profiled call beside the timed median,
+one numbering of iterations, an evaluated edit shown in the Errors tab, and a report that turns
+live when its run's kernel turns up."""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_magic import BROKEN, FASTER, GOOD, WRONG, answer, api, ip, kforge  # noqa: F401
+from tests.test_magic import recommendation
+from tests.test_notebook_labextension import pytestmark, record_of, render  # noqa: F401
+
+
+@pytest.fixture
+def finished(api, kforge):     # noqa: F811
+    """A run of 3 iterations under --trials 2: 0.0 does not compile, 1.0 is correct, then one
+    recommendation accepted gives 2.0."""
+    api([answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)])
+    return kforge("--iterations 3")
+
+
+def test_the_correctness_tab_says_which_trials_ran_the_criterion_and_why_no_map(finished,
+                                                                                tmp_path):
+    seen = render(tmp_path, "widget", record_of(finished), [
+        {"click": '[data-role=candidate][data-id="1.0"]'},
+        {"click": "button[data-tab=correctness]"}, {"snapshot": "correct"},
+        {"click": '[data-role=candidate][data-id="0.0"]'}, {"snapshot": "broken"}])
+    pane = seen["correct"]["panes"]["correctness"]
+    assert "3 of 3: the 2 asked for (--trials 2) and 1 at another batch size" in pane
+    assert "shape / dtype (the last trial: at another batch size)" in pane
+    assert "every element: |candidate − reference| <= atol + rtol·|reference|" in pane
+    assert "of the smallest allowance" in pane and "within the criterion" in pane
+    assert "shown, not the criterion" in pane                    # max rel error, explained
+    assert "no error map: every trial matched" in pane
+    assert "the record keeps maps" not in pane and "or the" not in pane   # one reason, not three
+    assert "did not reach the correctness check" in seen["broken"]["panes"]["correctness"]
+
+
+def test_the_profile_tab_labels_its_one_profiled_call_beside_the_timed_median(finished,
+                                                                             tmp_path):
+    record = record_of(finished)
+    profile = next(a for a in record["history"] if a["id"] == "1.0")["result"]["profile"]
+    assert profile["profiled_calls"] >= 1 and profile["kernel_us"]["candidate"] > 0
+    seen = render(tmp_path, "widget", record, [
+        {"click": '[data-role=candidate][data-id="1.0"]'},
+        {"click": "button[data-tab=profile]"}, {"snapshot": "profile"}])
+    pane = seen["profile"]["panes"]["profile"]
+    calls = profile["profiled_calls"]
+    assert f"one profiled call of candidate 1.0 (the median of {calls} profiled calls), not the " \
+           "timed median" in pane
+    kernels = f"{profile['kernel_us']['candidate']:.4g}".rstrip("0").rstrip(".")
+    assert f"candidate: kernels {kernels} µs in this call; timed median" in pane
+    assert "this call's kernels" in pane and "reference (eager): kernels" in pane
+
+
+def test_iterations_are_numbered_as_the_header_numbers_them(finished, tmp_path):
+    seen = render(tmp_path, "widget", record_of(finished), [
+        {"click": "button[data-tab=recommendation]"}, {"snapshot": "end"}])
+    pane = seen["end"]["panes"]["recommendation"]
+    # the recommendation made after round 1 (candidate 1.0) is applied by iteration 3 of 3
+    assert "(for iteration 3/3, whose candidates are 2.*; about candidate 1.0)" in pane
+    assert "iteration 3: accept" in pane
+    assert "--iterations 3: the first iteration writes the first candidate" in pane
+    assert "so at most 2 decisions" in pane
+
+
+def test_an_evaluated_edit_is_shown_in_the_errors_tab_once_judged(finished, tmp_path):
+    before = record_of(finished)
+    finished.evaluate_code(WRONG)
+    after = record_of(finished)
+    edit = after["history"][-1]["id"]
+    seen = render(tmp_path, "widget", before, [
+        {"click": "button[data-tab=errors]"}, {"snapshot": "best"},
+        {"fill": "textarea[data-input=code]", "value": WRONG},
+        {"click": "button[data-action=evaluate]"},
+        {"record": after}, {"message": f"your edit is candidate {edit}, shown in the tabs"},
+        {"snapshot": "judged"}])
+    assert seen["best"]["panes"]["errors"].endswith("no errors")
+    judged = seen["judged"]
+    assert judged["selected"] == edit and judged["shown"] == ["errors"]
+    assert "mismatch" in judged["panes"]["errors"] and "no errors" not in judged["panes"]["errors"]
+    assert judged["status"].count("mismatch") == 1       # the verdict said once
+
+
+def test_a_report_opened_before_its_kernel_turns_up_turns_live(finished, tmp_path):
+    seen = render(tmp_path, "mime", record_of(finished), [
+        {"snapshot": "saved"}, {"kernel": True}, {"snapshot": "live"}])
+    saved, live = seen["saved"], seen["live"]
+    assert any("saved run — no kernel" in n for n in saved["notes"])
+    assert saved["buttons"]["evaluate"]["disabled"] and saved["inputs"]["code"]["readOnly"]
+    assert not any("saved run" in n for n in live["notes"])
+    assert not live["buttons"]["evaluate"]["disabled"] and not live["inputs"]["code"]["readOnly"]
+    assert "saved run" not in live["panes"]["code"]
