@@ -3,6 +3,7 @@ written to a results table that survives interruption and resumes. Real CLI subp
 real g++ builds, real evaluations; the Dask executor is tested in test_bench_dask.py."""
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
@@ -226,12 +227,19 @@ def test_kforge_bench_line_magic_in_a_shell_and_in_a_headless_notebook(ip, suite
         nbformat.v4.new_code_cell("%load_ext kforge_nb"),
         nbformat.v4.new_code_cell(f"%kforge {line} --restart"),
         nbformat.v4.new_code_cell("assert not _kforge_bench.running\n"
-                                  "print(sorted(r.state for r in _kforge_bench.rows()))")])
+                                  "print(sorted(r.state for r in _kforge_bench.rows()))"),
+        nbformat.v4.new_code_cell("print(sorted(r.id for r in _kforge_bench.rows()\n"
+                                  "             if r.correct and r.real and r.speedup_vs_eager))")])
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = nb.cells[1].outputs
     shown = [o for o in outputs if o.output_type == "display_data"]
-    assert len(shown) == 1
+    # the table, then the plotly speedup chart of the problems with a real timing
+    timed = ast.literal_eval(nb.cells[3].outputs[0].text)
+    assert len(shown) == (2 if timed else 1)
+    if timed:
+        chart = shown[1].data["application/vnd.plotly.v1+json"]["data"][0]
+        assert chart["type"] == "bar" and sorted(chart["x"]) == timed
     html = shown[0].data["text/html"]
     assert "fast_0 50%" in html and "data:image/png;base64," in html
     assert "fast_p vs eager" in shown[0].data["text/plain"]
@@ -286,7 +294,8 @@ def test_kforge_bench_in_a_live_kernel_shows_a_widget_then_the_table_in_its_plac
                       f"--out {tmp_path / 'o'}", allow_stdin=True)
     seen = messages(kc, idle(cell))
     shown = [m["content"] for m in seen if m["msg_type"] == "display_data"]
-    assert len(shown) == 1 and WIDGET in shown[0]["data"]
+    # the widget, and where the plotly speedup chart goes at the end
+    assert len(shown) == 2 and WIDGET in shown[0]["data"] and shown[1]["data"]["text/plain"] == ""
     assert shown[0]["data"]["text/plain"].startswith("kforge bench (live view")
     display_id = shown[0]["transient"]["display_id"]
     final = messages(kc, lambda m: m["msg_type"] == "update_display_data" and
@@ -294,6 +303,10 @@ def test_kforge_bench_in_a_live_kernel_shows_a_widget_then_the_table_in_its_plac
     data = final["content"]["data"]
     assert WIDGET not in data and "fast_0 50%" in data["text/html"]
     assert "correct 2/4" in data["text/plain"]
+    plot_id = shown[1]["transient"]["display_id"]
+    plot = messages(kc, lambda m: m["msg_type"] == "update_display_data" and
+                    m["content"]["transient"]["display_id"] == plot_id, timeout=300)[-1]
+    assert plot["content"]["data"]["application/vnd.plotly.v1+json"]["data"][0]["type"] == "bar"
 
 
 def test_local_workers_are_pinned_one_gpu_each_and_start_without_credentials(tmp_path,

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from ..intervals import (FASTER_NOTE, busy_text, decided, faster_than, own_ms, speedup_text,
-                         spread_text)
+                         spread_text, valid_ci)
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -223,6 +223,45 @@ def totals(rows: list[Row]) -> list[str]:
 
 def fast_line(values: dict) -> str:
     return "  ".join(f"fast_{float(p):g} {f(v, '.0%')}" for p, v in values.items())
+
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+def speedup_figure(rows: list[Row]) -> dict | None:
+    """Speedup vs eager per correct problem with a real timing, as a plotly figure (plain data:
+    JupyterLab draws it with plotly's own renderer, which the `plotly` package installs: zoom,
+    hover, download as PNG): a bar per problem, slowest first, on a log axis with 1x marked,
+    its 95 % interval as an error bar; green where the interval lies above 1x, grey where only
+    the point does, red below. None where no problem was timed."""
+    timed = sorted((r for r in rows if r.correct and r.real and r.speedup_vs_eager),
+                   key=lambda r: r.speedup_vs_eager)
+    if not timed:
+        return None
+    values = [r.speedup_vs_eager for r in timed]
+    bounds = [valid_ci(r.speedup_vs_eager_ci) for r in timed]
+    bar = {"type": "bar", "x": [r.id for r in timed], "y": values,
+           "marker": {"color": ["#2e7d32" if faster_than(r.speedup_vs_eager,
+                                                         r.speedup_vs_eager_ci)
+                                else "#9e9e9e" if r.speedup_vs_eager >= 1 else "#c62828"
+                                for r in timed]},
+           "text": [f"{r.id}: {speed_cell(r.speedup_vs_eager, r.speedup_vs_eager_ci, r.noisy, r.busy)}"
+                    f" vs eager, {f(r.candidate_ms, '.4g')} ms" for r in timed],
+           "hoverinfo": "text", "textposition": "none"}
+    if any(bounds):
+        bar["error_y"] = {"type": "data", "symmetric": False,
+                          "array": [max(b[1] - v, 0) if b else 0 for v, b in zip(values, bounds)],
+                          "arrayminus": [max(v - b[0], 0) if b else 0
+                                         for v, b in zip(values, bounds)]}
+    title = (f"{len(timed)} of {len(rows)} problems correct and timed; "
+             + fast_line(summary(rows)["fast_p"]))
+    return {"data": [bar], "layout": {
+        "title": {"text": title, "font": {"size": 12}},
+        "yaxis": {"type": "log", "title": {"text": "speedup vs eager (x)"}},
+        "xaxis": {"tickangle": -60, "automargin": True},
+        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                    "line": {"color": "black", "width": 1}}],
+        "height": 420, "margin": {"t": 40}}}
 
 
 def to_csv(rows: list[Row]) -> str:

@@ -1,7 +1,8 @@
 """Views of a bench: a tqdm bar in a terminal, a progress widget and a plot in a notebook.
 
 Both show done/total with an ETA, the problems under way, and a line per finished problem;
-the notebook's ends with the table and a speedup plot (one bar per problem, log scale).
+the notebook's ends with the table (and a PNG of the speedups for viewers without scripts) and a
+plotly chart of the speedups (one bar per problem, log scale: zoom, hover, download).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import threading
 import time
 
-from ..bench.report import Row, fast_line, summary, table
+from ..bench.report import PLOTLY_MIME, Row, fast_line, speedup_figure, summary, table
 from ..intervals import faster_than, own_ms, shown_speedup, valid_ci, versus_text
 from ..bench.runner import Progress
 
@@ -75,6 +76,7 @@ class NotebookView(Progress):
     def __init__(self, live: bool):
         self.live = live
         self.display_id = f"kforge-bench-{id(self)}"
+        self.plot_id = f"{self.display_id}-plot"
         self.lines: list[str] = []
         self.running: set[str] = set()
         self.lock = threading.Lock()
@@ -96,6 +98,8 @@ class NotebookView(Progress):
             bundle = self.box._repr_mimebundle_()      # the widget, with a one-line fallback
             bundle["text/plain"] = "kforge bench (live view; the table replaces it at the end)"
             display(bundle, raw=True, display_id=self.display_id)
+            # where the speedup chart goes at the end (drawn by plotly, zoom and hover)
+            display({"text/plain": ""}, raw=True, display_id=self.plot_id)
 
     def started(self, total, done, bench):
         self.total, self.value = total, done
@@ -152,10 +156,17 @@ class NotebookView(Progress):
                  f"{base64.b64encode(png).decode()}'>" if png else "")
         bundle = {"text/plain": text,
                   "text/html": f"<pre>{html.escape(text)}</pre>{image}"}
+        figure = speedup_figure(rows)
+        plot = {PLOTLY_MIME: figure, "text/plain": "speedup vs eager per problem (an "
+                "interactive plotly chart in JupyterLab; the table above has the numbers)"} \
+            if figure else {"text/plain": ""}
         if self.live:
             update_display(bundle, display_id=self.display_id, raw=True)
+            update_display(plot, display_id=self.plot_id, raw=True)
         else:
             display(bundle, raw=True)
+            if figure:
+                display(plot, raw=True)
 
 
 def speedup_png(rows: list[Row]) -> bytes | None:

@@ -1,9 +1,11 @@
 """The run record where no kforge view runs: GitHub, nbviewer, VS Code without the widget, an
 untrusted notebook, a terminal.
 
-The HTML survives sanitising: inline styles, no script, no inline SVG (JupyterLab strips it from
-untrusted HTML and leaves its text behind); the speedup chart is a PNG in a data URI, drawn with
-matplotlib when it is installed (the `notebook` extra), else the table alone carries the numbers.
+The HTML survives sanitising: inline styles, no inline SVG (JupyterLab strips it from untrusted
+HTML and leaves its text behind); the speedup chart is a PNG in a data URI, drawn with matplotlib
+when it is installed (the `notebook` extra), else the table alone carries the numbers. A script
+after it lets plotly draw the same chart in its place (zoom, hover) where a viewer runs scripts;
+a sanitiser drops the script and the PNG stays.
 The text is a few lines, then the candidates tree (parent -> child, indented) where it says more
 than the order of the candidates: a beam or evolve search, a steered one, or one that branched.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 from functools import lru_cache
 
 from ..agents.history import reason
@@ -130,10 +133,12 @@ def to_html(record: dict) -> str:
         parts.append(f'<div style="{NOTE}">&#9888; {esc(s["error"])}</div>')
     parts.append(candidates_table(record))
     parts.append(tree_html(record))
-    chart = speedup_png(speedup_points(record))
+    points = speedup_points(record)
+    chart = speedup_png(points)
     if chart:
         parts.append(f'<div><img alt="speedup per correct candidate" '
-                     f'src="data:image/png;base64,{chart}" style="max-width:100%"></div>')
+                     f'src="data:image/png;base64,{chart}" style="max-width:100%"></div>'
+                     + plotly_script(speedup_figure(points)))
     if best:
         parts.append(f'<details><summary>best kernel: candidate {esc(best["id"])}</summary>'
                      f'<pre style="font-size:12px;overflow-x:auto">{esc(best["code"])}</pre>'
@@ -384,6 +389,51 @@ def speedup_points(record: dict) -> tuple:
                            valid_ci(t.get("speedup_vs_eager_ci")),
                            valid_ci(t.get("speedup_vs_compile_ci"))))
     return tuple(points)
+
+
+def speedup_figure(points: tuple) -> dict:
+    """The PNG's chart as a plotly figure (plain data): speedup vs eager and, where it was
+    timed, vs torch.compile per correct candidate, its 95 % interval as an error bar."""
+    data = []
+    for index, name, colour in ((1, "vs eager", "#1565c0"), (2, "vs torch.compile", "#ef6c00")):
+        shown = [p for p in points if p[index]]
+        if not shown:
+            continue
+        bounds = [p[index + 2] for p in shown]
+        below, above = error_bars([p[index] for p in shown], bounds)
+        data.append({"type": "scatter", "mode": "lines+markers", "name": name,
+                     "x": [p[0] for p in shown], "y": [p[index] for p in shown],
+                     "line": {"color": colour}, "marker": {"color": colour},
+                     "error_y": {"type": "data", "symmetric": False, "array": above,
+                                 "arrayminus": below, "visible": any(bounds)}})
+    return {"data": data, "layout": {
+        "height": 260, "margin": {"l": 48, "r": 12, "t": 8, "b": 36},
+        "xaxis": {"type": "category", "title": {"text": "candidate"}},
+        "yaxis": {"title": {"text": "speedup (x)"}, "rangemode": "tozero"},
+        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                    "line": {"dash": "dash", "color": "#999", "width": 1}}]}}
+
+
+# Where a viewer runs the HTML's scripts (VS Code, nbviewer, an exported page, a trusted
+# notebook without kforge's extension), plotly draws the chart in the PNG's place: the page's
+# own plotly.js, else the one plotly's Python package names (its CDN); where no script runs, or
+# none loads (offline), the PNG stays.
+PLOTLY_DRAW = """<script>(function(){var box=document.currentScript.previousElementSibling;
+var figure=%s;function draw(){box.innerHTML='';window.Plotly.newPlot(box,figure.data,
+figure.layout,{responsive:true,displaylogo:false});}if(window.Plotly){draw();return;}
+var s=document.createElement('script');s.src=%s;s.onload=draw;document.head.appendChild(s);
+})();</script>"""
+
+
+def plotly_script(figure: dict) -> str:
+    """The script that turns the element before it into the figure; "" without plotly."""
+    try:
+        from plotly.offline import get_plotlyjs_version
+    except ImportError:
+        return ""
+    source = f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+    # inside a <script>: "</" would close it
+    return PLOTLY_DRAW % (json.dumps(figure).replace("</", "<\\/"), json.dumps(source))
 
 
 def error_bars(values, bounds):
