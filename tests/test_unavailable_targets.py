@@ -50,8 +50,8 @@ RUN_FAST = ("--trials", "1", "--no-compile-baseline", "--iterations", "3")
 LACKS = {"cuda": "--target cuda cannot run here: no CUDA GPU on this machine.",
          "metal": "--target metal cannot run here: MPS is not available on this host. Metal "
                   "needs a Mac with Apple silicon and PyTorch's MPS backend."}
-INSTEAD = ("Use --target cpp (runs and is timed on this cpu) or --target triton (interpreter — "
-           "not a performance figure) on this machine.")
+INSTEAD = ("Use --target cpp (runs and is timed here) or --target triton (interpreter — not a "
+           "performance figure) on this machine.")
 not_here = {"cuda": pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is here"),
             "metal": pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS is here")}
 

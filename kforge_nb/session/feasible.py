@@ -66,7 +66,7 @@ def instead(target, writes) -> str:
     for name in writes or names():
         other = get_target(name)
         if name != target.name and other.availability().runs:
-            note = other.timing_note() or f"runs and is timed on this {other.device()}"
+            note = other.timing_note() or "runs and is timed here"
             usable.append(f"--target {name} ({note})")
     return f"Use {' or '.join(usable)} on this machine." if usable else ""
 
