@@ -15,7 +15,9 @@ both, and that nothing was saved mid-run.
 runs each notebook as a person's *Run All* does in JupyterLab, in its own folder (where its
 kernel starts, so `data/` beside it is found), and writes the executed copy into DIR instead of
 over the notebook; a cell that fails does not stop the cells after it, so the copy shows every
-failure. tests/test_workshop_venv.py runs the notebooks so in a fresh `kforge-nb[lab]` venv.
+failure, each failed cell marked `failed` in its metadata (a refused magic, an IPython
+UsageError, leaves no error output). tests/test_workshop_venv.py runs the notebooks so in a
+fresh `kforge-nb[lab]` venv.
 """
 from __future__ import annotations
 
@@ -40,8 +42,16 @@ def kernelspec() -> dict:
 def execute(nb: nbformat.NotebookNode, folder: Path, allow_errors: bool = False) -> None:
     """Run every cell of `nb` in place, in a fresh kernel started in `folder`."""
     NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=KERNEL, store_widget_state=True,
-                   allow_errors=allow_errors, resources={"metadata": {"path": str(folder)}}
-                   ).execute()
+                   allow_errors=allow_errors, on_cell_executed=keep_a_failed_reply,
+                   resources={"metadata": {"path": str(folder)}}).execute()
+
+
+def keep_a_failed_reply(cell, cell_index, execute_reply) -> None:
+    """A cell whose execution failed says so in its metadata (`failed`): a refused magic (an
+    IPython UsageError) prints to stderr and leaves no error output, yet stops Run All."""
+    content = execute_reply.get("content", {})
+    if content.get("status") == "error":
+        cell.metadata["failed"] = f"{content.get('ename')}: {content.get('evalue')}"
 
 
 def run_and_save(path: Path) -> float:
