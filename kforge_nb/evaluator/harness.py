@@ -213,11 +213,12 @@ class Refresh:
     own: a window of WINDOW factors, the product of two windows of a pool of random numbers in
     [FACTOR_LOW, 1) (signs and domains hold), repeated along the input. Where the two windows
     start, and the seed the generators get, are drawn for the call from the evaluation's
-    secret key. So no two calls share their values (SHIFTS**2 windows), nor a scale: a memo
-    keyed on x[0] / x[1] misses as one keyed on x does, and one that recognises a set serves
-    a wrong answer, since no factor relates one call's inputs to another's. The seed looks like
-    a trial's, nothing a call sees tells the next call's values, and the judge redraws any
-    call from (key, k). One multiplication over the inputs, as the single rescale it replaced;
+    secret key. So no two calls share their values (SHIFTS**2 pairs of windows), nor a scale:
+    a memo keyed on x[0] / x[1] misses as one keyed on x does, and a stored answer becomes
+    another call's only through a pass over every element (their factors differ one by one).
+    The seed looks like a trial's, nothing a call sees tells the next call's values, and the
+    judge redraws any call from (key, k). One multiplication over the inputs, as the rescale
+    by one factor it replaced;
     the windows are small enough to leave the caches to the call (a window as long as the
     input slowed the next call of a 256 KiB softmax by 6 us, 8 %)."""
 
@@ -328,9 +329,10 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
     over the sets as they stand (through `untimed`, default `call`), which work hidden on other
-    streams cannot escape. CPU: the monotonic clock around each call, which stops only once
-    every page of the outputs has been read (touch): an answer computed when first read (its
-    pages protected, a fault handler computing) is timed with its call, on both sides alike.
+    streams cannot escape. CPU: the monotonic clock around each call, and around reading a
+    byte of every page of its outputs (pages_of, read_pages; what finds the pages is not
+    timed): an answer computed when first read (its pages protected, a fault handler
+    computing) is timed with its call, on both sides alike.
 
     The outputs of the calls in `keep` are copied for the judge the moment the call returns
     (read_out), into `kept`; every call's outputs are freed as soon as it is done with, kept or
@@ -365,9 +367,13 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
             out = call(inputs)
             if flush is None:
                 synchronize(device)
+                returned = perf_counter_ns()
                 with QUIET():
-                    touch(out)
-                samples.append((perf_counter_ns() - begin) / 1e6)
+                    pages = pages_of(out)
+                reading = perf_counter_ns()
+                read_pages(pages)       # a protected page faults here: timed with the call
+                samples.append((returned - begin + perf_counter_ns() - reading) / 1e6)
+                del pages
             with QUIET():
                 if flush is not None:
                     event_record(end)
@@ -391,31 +397,48 @@ QUIET = torch._C.DisableTorchFunction     # the harness's own torch calls: not t
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def touch(value) -> None:
-    """Read one byte of every memory page the CPU tensors of `value` cover (and their last
-    byte): a protected page faults here, inside the call's time. Through the tensor's own
-    pointer, as bytes, whatever its dtype or its type: a few microseconds a call."""
-    if isinstance(value, torch.Tensor):
+# A tensor's pointer and size through torch's own C accessors, bound before any candidate code
+# exists: finding an output's pages is not timed, so no code of the candidate's may run there
+# (a subclass's Python attributes, a patched class's, a list's own __iter__)
+TENSOR_ATTRIBUTES = vars(torch._C.TensorBase)
+raw_is_cpu, raw_layout, raw_nbytes, raw_shape = (
+    TENSOR_ATTRIBUTES[name].__get__ for name in ("is_cpu", "layout", "nbytes", "shape"))
+raw_data_ptr, raw_is_contiguous, raw_stride, raw_element_size = (
+    TENSOR_ATTRIBUTES[name] for name in ("data_ptr", "is_contiguous", "stride", "element_size"))
+
+
+def pages_of(value) -> list[memoryview]:
+    """Views of one byte of every memory page the CPU tensors of `value` cover (and of their
+    last byte), through each tensor's own pointer, whatever its dtype or its type. Making them
+    reads nothing: reading them (read_pages) is what a protected page faults on."""
+    kind = type(value)          # never value.__class__, which an object may say it is
+    if issubclass(kind, torch.Tensor):
         span = byte_span(value)
-        if span is not None:
-            pages = memoryview((ctypes.c_ubyte * span[1]).from_address(span[0])).cast("B")
-            pages[::PAGE].tobytes()
-            pages[-1]
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            touch(v)
+        if span is None:
+            return []
+        whole = memoryview((ctypes.c_ubyte * span[1]).from_address(span[0])).cast("B")
+        return [whole[::PAGE], whole[-1:]]
+    if issubclass(kind, (list, tuple)):
+        items = list.__iter__(value) if issubclass(kind, list) else tuple.__iter__(value)
+        return [view for v in items for view in pages_of(v)]
+    return []
+
+
+def read_pages(views: list[memoryview]) -> None:
+    for view in views:
+        view.tobytes()
 
 
 def byte_span(t: torch.Tensor) -> tuple[int, int] | None:
     """(address, length) of the bytes a CPU tensor's elements lie in; None where it has no
     host memory of its own to read (empty, on a device, not strided, a wrapper)."""
     try:
-        if not t.is_cpu or t.layout != torch.strided:
+        if not raw_is_cpu(t) or raw_layout(t) != torch.strided:
             return None
-        start, length = t.data_ptr(), t.nbytes
-        if length and not t.is_contiguous():
-            length = (1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))) * \
-                t.element_size()
+        start, length = raw_data_ptr(t), raw_nbytes(t)
+        if length and not raw_is_contiguous(t):
+            length = (1 + sum((n - 1) * s for n, s in zip(raw_shape(t), raw_stride(t)))) * \
+                raw_element_size(t)
         return (start, length) if start and length else None
     except (RuntimeError, NotImplementedError):
         return None
