@@ -5,8 +5,9 @@ machine lacks (metal: no Mac here), then a review-mode run of the offline builti
 `--trials 2` that waits at its first recommendation. The test reads the refused cell (one
 sentence, once, no view), the Profile tab (one profiled call, labelled, beside the timed median,
 its timeline drawn by plotly) and the Correctness tab (the trials asked for and the one at
-another batch size, the criterion and its margin, the one reason there is no error map); then
-it uses Kernel > Interrupt while no cell runs, and the run stops. Last, the page is reloaded with
+another batch size, the criterion and its margin, the one reason there is no error map); an
+edit that does not compile, evaluated from the editor, is shown in the Errors tab at its line;
+then it uses Kernel > Interrupt while no cell runs, and the run stops. Last, the page is reloaded with
 the kernel alive: the run's report knows its kernel (no "saved run — no kernel", the editor on).
 
 Every wait is on a state of the page or the kernel, with generous limits; nothing depends on
@@ -113,6 +114,33 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     board.tab("performance")
     speedups = drawn_plot(root, "speedup")
     assert speedups.evaluate("e => e.data.map(t => t.name)") == ["vs eager"]  # no compile timed
+
+    # --- Evaluate my edit, which does not compile: the Errors tab shows it, at its line --------
+    board.tab("code")
+    editor = root.locator("textarea[data-input=code]").first
+    code = editor.input_value()
+    start = code.index('source = r"""')
+    end = code.index('\n"""', start)                  # the C++ source's last line: deep down
+    editor.fill(code[:end] + "\nthis is not C++;" + code[end:])
+    before = board.candidate_ids()
+    root.locator("button[data-action=evaluate]").first.click()
+    page.wait_for_function("([cell, n]) => cell.querySelectorAll("
+                           "'div.kforge-run [data-role=candidate]').length > n",
+                           arg=[cell.element_handle(), len(before)], timeout=STEP_MS, polling=250)
+    edit = next(i for i in board.candidate_ids() if i not in before)
+    chip = root.locator(f"[data-role=candidate][data-id='{edit}']").first
+    page.wait_for_function("e => e.getAttribute('aria-pressed') === 'true'",
+                           arg=chip.element_handle(), timeout=STEP_MS, polling=250)
+    assert chip.get_attribute("data-state") == "compile_failure"
+    board.tab("errors")
+    errors = root.locator("[data-pane=errors]").first
+    assert f"candidate {edit}" in errors.inner_text() and "no errors" not in errors.inner_text()
+    in_view = errors.locator(".kforge-line[data-mark]").first.evaluate(
+        """line => { const pre = line.closest('pre'); const top = line.offsetTop - pre.offsetTop;
+                     return [pre.scrollTop, top >= pre.scrollTop &&
+                             top + line.offsetHeight <= pre.scrollTop + pre.clientHeight]; }""")
+    lab_page.shot("edit-errors", focus=errors)
+    assert in_view[0] > 0 and in_view[1], f"the failing line is not scrolled into view: {in_view}"
 
     # --- Kernel > Interrupt while no cell runs stops the run ------------------------------------
     kernel_idle(page)
