@@ -245,7 +245,8 @@ def speedup_figure(rows: list[Row]) -> dict | None:
                                                          r.speedup_vs_eager_ci)
                                 else "#9e9e9e" if r.speedup_vs_eager >= 1 else "#c62828"
                                 for r in timed]},
-           "text": [f"{r.id}: {speed_cell(r.speedup_vs_eager, r.speedup_vs_eager_ci, r.noisy, r.busy)}"
+           "text": [f"{r.id}: "
+                    f"{speed_cell(r.speedup_vs_eager, r.speedup_vs_eager_ci, r.noisy, r.busy)}"
                     f" vs eager, {f(r.candidate_ms, '.4g')} ms" for r in timed],
            "hoverinfo": "text", "textposition": "none"}
     if any(bounds):

@@ -7,8 +7,9 @@ sentence, once, no view), the Profile tab (one profiled call, labelled, beside t
 its timeline drawn by plotly) and the Correctness tab (the trials asked for and the one at
 another batch size, the criterion and its margin, the one reason there is no error map); an
 edit that does not compile, evaluated from the editor, is shown in the Errors tab at its line;
-then it uses Kernel > Interrupt while no cell runs, and the run stops. Last, the page is reloaded with
-the kernel alive: the run's report knows its kernel (no "saved run — no kernel", the editor on).
+then it uses Kernel > Interrupt while no cell runs, and the run stops. Last, the page is
+reloaded with the kernel alive: the run's report knows its kernel (no "saved run — no kernel",
+the editor on).
 
 Every wait is on a state of the page or the kernel, with generous limits; nothing depends on
 how fast this machine is. Screenshots of each step: kforge-runs/browser/.
@@ -153,7 +154,7 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     # --- saved, reloaded with the kernel alive: the report knows its kernel --------------------
     path = jupyter_lab.root / NOTEBOOK
     mtime = path.stat().st_mtime_ns
-    cells.nth(0).locator(".jp-InputPrompt").click()          # command mode: Ctrl+S is the notebook's
+    cells.nth(0).locator(".jp-InputPrompt").click()     # command mode: Ctrl+S is the notebook's
     page.keyboard.press("Control+s")
     page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached",
                                                                           timeout=KERNEL_MS)
