@@ -394,6 +394,8 @@ HANDLING = frozenset({
     "type", "get_device", "__format__", "__repr__", "__hash__", "__bool__", "__index__",
     "__int__", "__float__", "requires_grad_", "__iter__", "float", "double", "half", "bfloat16",
     "long", "int", "_parse_to",
+    # grad mode on or off (nn.init's no_grad in every nn.LayerNorm/Linear constructor)
+    "_set_grad_enabled", "set_grad_enabled",
 })
 
 
