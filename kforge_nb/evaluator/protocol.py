@@ -295,8 +295,9 @@ class Evaluation(WorkerTalk, TimedRounds):
             text += "; kernels launched: " + ", ".join(f"{kind} x{n}" for kind, n in
                                                       sorted(launches.items()))
         if self.construction:
-            text += ("; its constructor computed with " + ", ".join(self.construction[:4]) +
-                     " (once, before any input existed)")
+            # said, not held against it: nn.Linear's own init calls kaiming_uniform_
+            text += ("; torch functions its constructor called (allowed: once, before any "
+                     "input existed): " + ", ".join(self.construction[:4]))
         return Result(CORRECT, text, correctness=Correctness(**report))
 
     def data_bytes(self) -> int:
