@@ -1,11 +1,11 @@
 """Exploit attempt (wrong where nobody looked): an honest C++ ReLU until the first rounds of the
 timing are over, then outputs it never fills. It tells the stretches of calls apart by the
 pause before a call: within a block the harness calls it back to back; between blocks the other
-sides run and their outputs are checked. From the twelfth stretch on (six trials, the warm-up,
-the calibration, then rounds 1 to 3) it skips the kernel. When only one round's timed calls
-were checked, drawn among the fewest rounds, this was caught half the time, and a candidate
-wrong only in the rounds added after the fewest never was. Target: `mismatch`, "the output of
-timed call N differs".
+sides run and its outputs are checked. From the eleventh stretch on (six trials, the warm-up,
+the calibration, then rounds 1 and 2) it skips the kernel. When only one round's timed calls
+were checked, drawn among the fewest rounds, this was caught two times in three, and a
+candidate wrong only in the rounds added after the fewest never was. Target: `mismatch`, "the
+output of timed call N differs".
 """
 import time
 
@@ -24,8 +24,8 @@ extern "C" void relu(const float* x, float* y, int64_t n) {
 
 kernels = cpp.load(source)
 
-PAUSE_S = 0.0003        # a pause this long before a call starts a new stretch
-HONEST_STRETCHES = 11   # then no more kernel
+PAUSE_S = 0.00015       # a pause this long before a call starts a new stretch
+HONEST_STRETCHES = 10   # then no more kernel
 
 
 class ModelNew(nn.Module):
