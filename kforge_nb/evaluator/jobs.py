@@ -21,8 +21,16 @@ def reference_job(problem: Problem, options: EvalOptions, folder: Path, device: 
             "memory_bytes": options.memory_bytes,
             "weights": str(folder / "weights.pt"),   # the candidate reads it
             "log": str(folder / "reference.log"),
-            # the fork server warms torch.compile once before the first such judge (zygote.py)
-            "warm_compile": "compile" in options.baselines}
+            # the fork server warms torch.compile once before the first such judge (zygote.py);
+            # never where a GPU is: Inductor's start-up initialises CUDA, and no worker forked
+            # after it could use CUDA again ("Cannot re-initialize CUDA in forked subprocess")
+            "warm_compile": "compile" in options.baselines and not gpu_here()}
+
+
+def gpu_here() -> bool:
+    """A CUDA device on this machine (asked here, in the parent, never in the fork server)."""
+    import torch
+    return torch.cuda.is_available()
 
 
 def candidate_job(problem: Problem, candidate: str, target: Target, options: EvalOptions,
