@@ -41,7 +41,6 @@ from collections import Counter
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils import cpp_extension  # here, in the fork server: before the code walk, once
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Ops that move, view, allocate or fill memory: a kernel's wrapper may use them freely. Moving
@@ -292,6 +291,7 @@ def count_launches() -> None:
         wrap_method(interpreter.InterpretedFunction, "run", "triton")
     except (ImportError, AttributeError):
         pass
+    from torch.utils import cpp_extension
     for name in ("load_inline", "load"):
         original = getattr(cpp_extension, name)
         setattr(cpp_extension, name, counted_extension(original))
