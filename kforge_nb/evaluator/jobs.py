@@ -9,6 +9,7 @@ from pathlib import Path
 from ..problem import Problem
 from ..pyparse import parse_ast
 from ..targets import Target
+from ..targets.triton import cuda_present
 from . import sandbox
 from .options import EvalOptions
 
@@ -24,13 +25,8 @@ def reference_job(problem: Problem, options: EvalOptions, folder: Path, device: 
             # the fork server warms torch.compile once before the first such judge (zygote.py);
             # never where a GPU is: Inductor's start-up initialises CUDA, and no worker forked
             # after it could use CUDA again ("Cannot re-initialize CUDA in forked subprocess")
-            "warm_compile": "compile" in options.baselines and not gpu_here()}
-
-
-def gpu_here() -> bool:
-    """A CUDA device on this machine (asked here, in the parent, never in the fork server)."""
-    import torch
-    return torch.cuda.is_available()
+            # (asked here, in the parent, never in the fork server)
+            "warm_compile": "compile" in options.baselines and not cuda_present()}
 
 
 def candidate_job(problem: Problem, candidate: str, target: Target, options: EvalOptions,
