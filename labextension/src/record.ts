@@ -60,7 +60,7 @@ export interface Correctness {
   rel_norm_error?: number | null;
   mismatch_fraction?: number | null;
   worst?: { index: number[]; got: number | null; expected: number | null }[];
-  tolerance?: { atol?: number; rtol?: number; policy?: string; rel_norm?: number; atol_scaled?: number };
+  tolerance?: { atol?: number; rtol?: number; policy?: string; rel_norm?: number; atol_scaled?: number; widened_by_reference_error?: number };
   failed_check?: string | null;
 }
 

@@ -755,12 +755,16 @@ export class RunView {
 }
 
 /** The check every element passes (evaluator/correctness.py): |a − b| <= atol·scale + rtol·|b|. */
-function criterionText(tol: { atol?: number; rtol?: number; policy?: string; atol_scaled?: number }): string {
+function criterionText(tol: { atol?: number; rtol?: number; policy?: string; atol_scaled?: number; widened_by_reference_error?: number }): string {
   if (tol.atol == null || tol.rtol == null) {
     return '-';
   }
   const scaled = tol.atol_scaled != null && tol.atol_scaled !== tol.atol ? ` (atol·scale ${num(tol.atol_scaled, 3)}: scale is the output's RMS)` : '';
-  return `every element: |candidate − reference| <= atol + rtol·|reference|, atol ${num(tol.atol, 3)}${scaled}, rtol ${num(tol.rtol, 3)} (policy ${tol.policy || '?'})`;
+  // correctness.ill_conditioned: the reference was itself that far from its float64 answer
+  const widened = tol.widened_by_reference_error
+    ? `; where the reference is ill-conditioned (its own float32 error is large), held to the float64 answer with ${tol.widened_by_reference_error}x the reference's own error as slack`
+    : '';
+  return `every element: |candidate − reference| <= atol + rtol·|reference|, atol ${num(tol.atol, 3)}${scaled}, rtol ${num(tol.rtol, 3)} (policy ${tol.policy || '?'})${widened}`;
 }
 
 /** The largest |a − b| against the smallest allowance the criterion gives (atol·scale): how

@@ -134,6 +134,45 @@ def test_a_float64_answer_that_is_not_the_references_own_waives_nothing():
     assert not ok and "relative error norm" in why
 
 
+def ill_conditioned_attention():
+    """The tails trial's inputs for a softmax of products where float32's reference is 0.026
+    off its float64 answer (the draw of a CI run that failed an honest C++ kernel), and an
+    honest float32 kernel of another summation order."""
+    torch.manual_seed(2908126541244537294)
+    drawn = [torch.randn(2, 3, 37, 24), torch.randn(2, 3, 100, 24), torch.randn(2, 3, 100, 40),
+             torch.randn(2, 3, 37, 40), torch.randn(3, 37, 40), torch.randn(3, 100, 40),
+             torch.randn(3, 100, 24)]               # tests/test_builtin_attention.py's inputs
+    x, y, z = trial_values.with_tails(drawn)[4:]
+    attend = torch.nn.functional.scaled_dot_product_attention
+    reference = attend(x, y, z, scale=0.3)
+    exact = attend(x.double(), y.double(), z.double(), scale=0.3)
+    honest = torch.softmax(x @ y.transpose(1, 2) * 0.3, -1) @ z
+    return reference, exact, honest
+
+
+def test_an_ill_conditioned_output_holds_an_honest_kernel_to_the_float64_answer():
+    reference, exact, honest = ill_conditioned_attention()
+    assert (reference.double() - exact).abs().max() > 0.02      # the reference's own error
+    ok, why = compare_values(reference, honest, "strict", Correctness())
+    assert not ok and "of values outside" in why                # around r alone: refused
+    report = Correctness()
+    assert compare_values(reference, honest, "strict", report, lambda: exact) == (True, "")
+    assert report.tolerance["widened_by_reference_error"] == correctness.CONDITION_FACTOR
+
+
+def test_an_ill_conditioned_output_gives_no_slack_where_the_reference_is_exact():
+    """Slack is the reference's error element by element: a kernel wrong by 0.05 on one
+    well-conditioned element fails as before, and one wrong where r is ill-conditioned by
+    more than twice r's own error fails too."""
+    reference, exact, honest = ill_conditioned_attention()
+    off = (reference.double() - exact).abs()
+    for where in (off.argmin(), off.argmax()):
+        wrong = honest.clone()
+        wrong.view(-1)[where] = float(exact.view(-1)[where] + 0.05 + 3 * off.view(-1)[where])
+        ok, why = compare_values(reference, wrong, "strict", Correctness(), lambda: exact)
+        assert not ok and "of values outside" in why
+
+
 class Mean(torch.nn.Module):
     def forward(self, x):
         return normalised_mean(x), x.sum(1)

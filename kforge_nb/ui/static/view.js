@@ -36464,7 +36464,8 @@ function criterionText(tol) {
     return "-";
   }
   const scaled = tol.atol_scaled != null && tol.atol_scaled !== tol.atol ? ` (atol\xB7scale ${num(tol.atol_scaled, 3)}: scale is the output's RMS)` : "";
-  return `every element: |candidate \u2212 reference| <= atol + rtol\xB7|reference|, atol ${num(tol.atol, 3)}${scaled}, rtol ${num(tol.rtol, 3)} (policy ${tol.policy || "?"})`;
+  const widened = tol.widened_by_reference_error ? `; where the reference is ill-conditioned (its own float32 error is large), held to the float64 answer with ${tol.widened_by_reference_error}x the reference's own error as slack` : "";
+  return `every element: |candidate \u2212 reference| <= atol + rtol\xB7|reference|, atol ${num(tol.atol, 3)}${scaled}, rtol ${num(tol.rtol, 3)} (policy ${tol.policy || "?"})${widened}`;
 }
 function marginText(maxAbs, tol) {
   const allowance = tol.atol_scaled ?? tol.atol;
