@@ -57,3 +57,13 @@ def kforge_cli(tmp_path):
         return subprocess.run([sys.executable, "-m", "kforge_nb.cli", *args], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=timeout)
     return run
+
+
+@pytest.hookimpl(tryfirst=True)     # before `-m` deselects, so `-m "not slow"` leaves them out
+def pytest_collection_modifyitems(items):
+    """The workshop notebooks' cells (collected by nbval from notebooks/, see pyproject's
+    testpaths) are `slow`: each notebook runs a real kernel top to bottom, its sessions judged
+    by the evaluator. No notebook can carry a mark of its own, so it is given here."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)

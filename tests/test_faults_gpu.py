@@ -8,7 +8,7 @@ from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT, RUNTIME_ERROR
 from tests.support.evaluator import EXAMPLES
 
-pytestmark = [pytest.mark.gpu,
+pytestmark = [pytest.mark.gpu, pytest.mark.slow,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 SOFTMAX = Problem.from_file(EXAMPLES / "softmax.py")

@@ -180,6 +180,7 @@ UNREADABLE = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded")    # a host that hides the
 
 
 @pytest.mark.gpu
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available() or not shutil.which("ncu"),
                     reason="needs a CUDA GPU and ncu on the PATH")
 def test_a_triton_candidate_gets_its_counters_in_the_sandbox(options):

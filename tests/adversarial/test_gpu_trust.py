@@ -12,7 +12,7 @@ from kforge_nb.guardrails import Guardrails
 from kforge_nb.result import CORRECT, MISMATCH, REJECTED
 from tests.adversarial.support import problem, source
 
-pytestmark = [pytest.mark.gpu,
+pytestmark = [pytest.mark.gpu, pytest.mark.slow,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 STATIC_OFF = {"guardrails": Guardrails(defaults=False)}   # judged by what runs, not by names

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "kforge-browser.ipynb"
 # The builtin agent's analyst is rule-based; on this softmax over a middle dimension its first

@@ -25,7 +25,7 @@ from tests.browser.test_jupyterlab import (KERNEL_MS, PAGE_MS, PROBLEM, STEP_MS,
                                            console_errors, kernel_idle, menu, wait_for_dashboard,
                                            widgets_settled)
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "kforge-new-user.ipynb"
 REFUSED = "%%kforge --target metal --provider builtin"
