@@ -16,6 +16,8 @@ import pytest
 from tests.support.bench_suite import EXPECTED, add_waiting_problem, waiting_flag, write_suite
 from tests.support.evaluator import EXAMPLES
 
+pytestmark = pytest.mark.slow     # a real Dask scheduler and two workers, started per test
+
 distributed = pytest.importorskip("distributed")
 
 FAST = ["--target", "cpp", "--no-compile-baseline", "--trials", "1", "--no-shape-check"]

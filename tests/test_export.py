@@ -19,6 +19,8 @@ import torch
 from tests.test_magic import (BROKEN, EXAMPLES, GOOD, answer, api, ip, kforge,  # noqa: F401
                               magics)
 
+pytestmark = pytest.mark.slow     # each test runs sessions; the exported file runs in a fresh venv
+
 
 @pytest.fixture(scope="module")
 def python_without_kforge(tmp_path_factory) -> Path:

@@ -17,6 +17,8 @@ from nbclient import NotebookClient
 
 from tests.test_magic import api  # noqa: F401
 
+pytestmark = pytest.mark.slow     # executes notebooks/01_quickstart.ipynb in a real kernel
+
 QUICKSTART = Path(__file__).parent.parent / "notebooks" / "01_quickstart.ipynb"
 MIME = "application/vnd.kforge.run+json"
 

@@ -13,6 +13,8 @@ from jupyter_client.manager import KernelManager
 from tests.test_magic import FAST, SOFTMAX_CELL
 from tests.test_notebook_live import idle, messages, widget_record
 
+pytestmark = pytest.mark.slow     # a real kernel running a whole builtin-agent session
+
 RUN = f"%%kforge {FAST} --provider builtin --iterations 6 --mode review --out runs\n{SOFTMAX_CELL}"
 WIDGET = "kforge_nb.ui.widget.RunWidget"
 STEP_S = 300.0        # one candidate judged on a busy 2-core machine, at most
