@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "get_init_inputs)")
     p.add_argument("candidate", help="candidate .py defining ModelNew")
     add_options(p, EVAL)
+    p.add_argument("--as-judged", action="store_true",
+                   help="judge with the flags the run that exported the candidate used (its "
+                   "'# kforge-judged-with:' line: --target, --precision, --allow only)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("run", help="generate, judge and improve kernels for a reference")
@@ -75,6 +78,10 @@ def cmd_eval(args) -> int:
     candidate_path = Path(args.candidate)
     if not candidate_path.is_file():
         return usage_error(f"candidate file {args.candidate!r} does not exist")
+    if args.as_judged:
+        why = take_declared_flags(args, candidate_path)
+        if why:
+            return usage_error(why)
     problem = Problem.from_file(args.reference)
     target = get_target(args.target)
     if not args.json:
@@ -91,7 +98,46 @@ def cmd_eval(args) -> int:
         if result.error and result.error.get("log"):     # the compiler's, quoted as such
             print("\ncompiler output (end):\n" + quoted(result.error["log"], 3000, end=True))
         print(f"artifacts: {result.artifacts}")
+        if "torch-compute-at-runtime" in result.rules and not args.as_judged:
+            print(declared_hint(candidate_path))
     return EXIT_CORRECT if result.ok else EXIT_VERDICT
+
+
+def take_declared_flags(args, path: Path) -> str:
+    """Apply the candidate file's `# kforge-judged-with:` flags to `args` (the ops allowed
+    added to --allow; --target and --precision where not given), said on stderr; the reason
+    it cannot, else ""."""
+    from .export import DeclarationError, declared_flags
+    try:
+        words = declared_flags(path.read_text(errors="replace"))
+    except DeclarationError as err:
+        return f"--as-judged: {path.name}: {err}"
+    if words is None:
+        return (f"--as-judged: {path.name} has no '# kforge-judged-with:' line (kforge writes "
+                "one as the first line of a run's best_candidate.py)")
+    for flag, value in zip(words[::2], words[1::2]):
+        if flag == "--allow":
+            args.allow = [*(args.allow or []), value]
+        elif flag == "--target" and args.target in (None, "auto"):
+            args.target = value
+        elif flag == "--precision" and args.precision in (None, "strict"):
+            args.precision = value
+    print(f"kforge eval: judging as the run did ({path.name}'s kforge-judged-with line): "
+          f"{' '.join(words)}", file=sys.stderr)
+    return ""
+
+
+def declared_hint(path: Path) -> str:
+    """After a torch-compute refusal: the flags the run used, where the file says them."""
+    from .export import DeclarationError, declared_flags
+    try:
+        words = declared_flags(path.read_text(errors="replace"))
+    except DeclarationError:
+        return ""
+    if not words or "--allow" not in words:
+        return ""
+    return (f"the run that exported {path.name} judged it with {' '.join(words)}: "
+            f"kforge eval --as-judged judges it the same way")
 
 
 def cmd_run(args) -> int:

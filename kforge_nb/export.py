@@ -9,6 +9,7 @@ head-to-head with the best of its time, as the evaluator measured them side by s
 `__main__` that checks ModelNew against the reference on the reference's inputs and times both:
 
     python kernel.py [--save OUT.pt] [--repeats N]      # needs torch (and triton for Triton)
+    python kernel.py --write-reference ref.py           # then: kforge eval ref.py RUN/best_candidate.py --as-judged
     from kernel import ModelNew                         # use it in your own code
 
 What `__main__` prints says the verdict's figures first, then its own timing as what it is: a
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import pprint
 import re
+import shlex
 from pathlib import Path
 
 from . import __version__
@@ -48,8 +50,62 @@ def export(session, path: str | Path, attempt=None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(standalone(attempt.code, session.problem.source, session.target.name,
                                f"{session.problem.name}, candidate {attempt.iteration}."
-                               f"{attempt.sample}", figures["text"], figures))
+                               f"{attempt.sample}", figures["text"], figures,
+                               judged_with(session, attempt)))
     return path
+
+
+# --- the flags the run judged a candidate with -----------------------------------------------
+# A run allows what its agent keeps in torch on purpose (the builtin agent's `round`, a vendor
+# GEMM): `kforge eval` of the run's best_candidate.py, without those flags, refuses it. The
+# session writes them on the file's first line (`judged_line`, before the candidate's code,
+# never from it), and `kforge eval --as-judged` reads them back: only these flags, op names
+# only (never '*'), said before judging.
+JUDGED_WITH = "# kforge-judged-with:"
+DECLARABLE = ("--target", "--precision", "--allow")
+OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+
+def judged_with(session, attempt) -> list[str]:
+    """The `kforge eval` flags that judge `attempt` as the session did."""
+    options = session.options
+    ops = [*options.guardrails.allow,
+           *(attempt.generation.kept_ops if attempt.generation else ())]
+    flags = ["--target", session.target.name]
+    if options.precision != "strict":
+        flags += ["--precision", options.precision]
+    for op in dict.fromkeys(ops):          # in order, once each
+        flags += ["--allow", op]
+    return flags
+
+
+def judged_line(session, attempt) -> str:
+    return f"{JUDGED_WITH} {shlex.join(judged_with(session, attempt))}\n"
+
+
+class DeclarationError(ValueError):
+    pass
+
+
+def declared_flags(text: str) -> list[str] | None:
+    """The flags of a file's `# kforge-judged-with:` line (None where it has none), checked:
+    only DECLARABLE flags, each with one value, op names only ('*' is never declared)."""
+    line = next((l for l in text.splitlines() if l.startswith(JUDGED_WITH)), None)
+    if line is None:
+        return None
+    try:
+        words = shlex.split(line[len(JUDGED_WITH):])
+    except ValueError as err:
+        raise DeclarationError(f"its {JUDGED_WITH} line does not parse: {err}") from None
+    if len(words) % 2:
+        raise DeclarationError(f"its {JUDGED_WITH} line has a flag without a value")
+    for flag, value in zip(words[::2], words[1::2]):
+        if flag not in DECLARABLE:
+            raise DeclarationError(f"its {JUDGED_WITH} line names {flag!r}; only "
+                                   f"{', '.join(DECLARABLE)} can be declared")
+        if flag == "--allow" and not OP_NAME.match(value):
+            raise DeclarationError(f"its {JUDGED_WITH} line allows {value!r}, not an op name")
+    return words
 
 
 def verdict_figures(attempt) -> dict:
@@ -79,12 +135,14 @@ def verdict_figures(attempt) -> dict:
 
 
 def standalone(code: str, reference: str, target: str, label: str, verdict: str,
-               figures: dict | None = None) -> str:
+               figures: dict | None = None, flags: list[str] | None = None) -> str:
     future, body = split_future_imports(code)
+    flags = shlex.join(flags or ["--target", target])
     uses_runtime = bool(re.search(r"\bkforge_nb\b", code))
     parts = [HEADER.format(label=label, target=target, version=__version__,
                            verdict=verdict.replace('"""', "'''").replace("\n", "\n  "),
-                           needs="torch and triton" if target == "triton" else "torch"),
+                           needs="torch and triton" if target == "triton" else "torch",
+                           flags=flags),
              future]
     if uses_runtime:
         sources = ",\n".join(f"    {name!r}: {literal(Path(m.__file__).read_text())}"
@@ -127,6 +185,11 @@ on the reference's inputs and time both:
 
 or import ModelNew from it. Its timing is a new measurement, made at another moment in another
 process with plain loops: its own figures with their own spread, not the verdict's.
+
+The run judged this kernel with `kforge eval REFERENCE.py best_candidate.py {flags}`
+(the run folder's best_candidate.py says so on its first line, and `kforge eval --as-judged`
+reads it back; `python this_file.py --write-reference REFERENCE.py` writes the reference).
+Not this file: its loader installs modules, which the evaluator refuses in a candidate.
 """'''
 
 RUNTIME = '''# --- kforge_nb.runtime, embedded: builds C++/CUDA sources into a C-ABI library and calls it.
@@ -276,7 +339,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="check ModelNew against the reference, time both")
     parser.add_argument("--save", help="write inputs, output and expected output to this .pt file")
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--write-reference", metavar="PATH",
+                        help="write the reference (REFERENCE) to PATH and stop, for kforge eval")
     options = parser.parse_args()
+    if options.write_reference:
+        with open(options.write_reference, "w") as f:
+            f.write(REFERENCE)
+        raise SystemExit(0)
     report = check(options.repeats, options.save)
     here = report["timed_here"]
     spread = here["speedup_range"]

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import artifacts
+from .. import artifacts, export
 from ..agents import AgentConfig
 from ..agents.base import Generation, Recommendation, Usage
 from ..evaluator import EvalOptions
@@ -434,7 +434,9 @@ class Session:
             iterations=len({a.iteration for a in self.history}),
             usage=self.ledger.as_dict(), artifacts=str(self.folder), advice=self.advice())
         if best:
-            artifacts.write_text(self.folder / "best_candidate.py", best.code)
+            # its first line the flags it was judged with: kforge eval --as-judged reads them
+            artifacts.write_text(self.folder / "best_candidate.py",
+                                 export.judged_line(self, best) + best.code)
         if self._status != "interrupted":
             self._status = "finished"
         self._save_state()

@@ -1,0 +1,102 @@
+"""`kforge eval` accepts what the run accepted (issue 36, item 6).
+
+The builtin agent keeps `torch.round` in torch on purpose and its run allows it; `kforge eval`
+of the run's best_candidate.py without that allowance refuses it (`torch-compute-at-runtime`).
+The file carries the run's flags on a first line the session writes (`# kforge-judged-with:`);
+the refusal names them, `kforge eval --as-judged` judges the file as the run did, and the
+exported kernel says the same command and writes the reference it needs. What the line may declare is
+bounded: --target, --precision and op names, never '*' nor any other flag.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kforge_nb.export import DeclarationError, declared_flags
+from kforge_nb.problem import Problem
+
+pytestmark = pytest.mark.slow
+
+QUANTISE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        scale = x.abs().amax(-1, keepdim=True) / 127.0
+        return torch.round(x / scale).clamp(-127, 127) * scale
+
+
+def get_inputs():
+    return [torch.randn(16, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def kforge_eval(*args, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kforge_nb.cli", "eval", "--trials", "2",
+                           "--no-compile-baseline", "--out", str(cwd / "runs"), *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def test_the_exported_kernel_is_judged_as_the_run_judged_it(tmp_path):
+    from kforge_nb.agents import AgentConfig
+    from kforge_nb.evaluator import EvalOptions
+    from kforge_nb.session import Budget, Session
+    session = Session(Problem.from_string(QUANTISE, "quantise"), "cpp",
+                      AgentConfig(provider="builtin"), Budget(iterations=1, patience=None),
+                      EvalOptions(baselines=("eager",), out_dir=tmp_path, trials=2),
+                      out=tmp_path).start()
+    session.wait(600)
+    assert session.best is not None, session.finish_reason
+    assert "round" in session.best.generation.kept_ops
+    best = session.folder / "best_candidate.py"
+    assert best.read_text().startswith("# kforge-judged-with: --target cpp --allow round\n")
+    exported = session.export(tmp_path / "kernel.py")
+    assert "best_candidate.py --target cpp --allow round`" in exported.read_text()
+
+    reference = tmp_path / "reference.py"
+    subprocess.run([sys.executable, str(exported), "--write-reference", str(reference)],
+                   check=True, timeout=120)
+    assert reference.read_text() == QUANTISE
+
+    refused = kforge_eval(reference, best, "--target", "cpp", cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr
+    assert "rejected" in refused.stdout and "aten.round" in refused.stdout
+    assert ("judged it with --target cpp --allow round: kforge eval --as-judged judges it the "
+            "same way") in refused.stdout
+
+    accepted = kforge_eval(reference, best, "--as-judged", cwd=tmp_path)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "judging as the run did (best_candidate.py's kforge-judged-with line): --target " \
+        "cpp --allow round" in accepted.stderr
+    assert accepted.stdout.startswith("correct")
+
+
+@pytest.mark.parametrize("line, why", [
+    ("# kforge-judged-with: --allow '*'", "allows '*', not an op name"),
+    ("# kforge-judged-with: --no-sandbox x", "names '--no-sandbox'"),
+    ("# kforge-judged-with: --allow", "a flag without a value"),
+    ("# kforge-judged-with: --allow 'round", "does not parse"),
+    ("# kforge-judged-with: --allow round;rm", "not an op name"),
+])
+def test_a_declaration_names_only_ops_a_target_and_a_precision(line, why):
+    with pytest.raises(DeclarationError, match=why.replace("*", r"\*").replace("(", r"\(")):
+        declared_flags(f"import torch\n{line}\n")
+
+
+def test_a_file_without_a_declaration_is_told_so(tmp_path):
+    candidate = tmp_path / "mine.py"
+    candidate.write_text("import torch\n")
+    assert declared_flags(candidate.read_text()) is None
+    reference = tmp_path / "reference.py"
+    reference.write_text(QUANTISE)
+    told = kforge_eval(reference, candidate, "--as-judged", cwd=tmp_path)
+    assert told.returncode == 2
+    assert "mine.py has no '# kforge-judged-with:' line" in told.stderr
