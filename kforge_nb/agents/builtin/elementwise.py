@@ -1,13 +1,19 @@
-"""Elementwise formulas, written once per target language.
+"""Elementwise formulas: one class per target language, as tinygrad's renderers.
 
-`formula(fn, args, attrs, lang)` returns the expression for one pointwise node given its
-operands' expressions. The C++ flavour calls the vectorisable maths it is given
-(cpp/maths.py: no libm call in a hot loop); the `std` flavour is the plain library version
-(the conservative "fix" candidate).
+A language class says how its target spells the primitives every formula is built from (a
+literal, a maths function, a select) and, in `code_for_op`, the ops it writes its own way; all
+other ops are written once, in their record (op_records.py). `formula(fn, args, attrs)`
+returns the expression for one pointwise node given its operands' expressions.
+
+Three languages: `CppFormulas` calls the vectorisable maths it is given (cpp/maths.py: no libm
+call in a hot loop), `StdFormulas` the plain library (the conservative "fix" candidate's C++),
+`TritonFormulas` triton.language.
 """
 from __future__ import annotations
 
 import math
+
+from .op_records import OPS
 
 
 def c_float(value) -> str:
@@ -29,18 +35,19 @@ def py_float(value) -> str:
     return repr(value)
 
 
-COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-
-
 class Formulas:
-    """Expressions for one language: 'cpp' (vectorisable helpers), 'std' (libm), 'triton'."""
+    """What every language shares: the node being written and the sub-expressions it names."""
 
-    def __init__(self, lang: str, helpers=()):
-        self.lang = lang
-        self.helpers = helpers                           # 'cpp': the vectorisable maths it has
-        self.used: set[str] = set()
+    code_for_op: dict = {}         # op -> write(formulas, args, attrs), where this language differs
+
+    def __init__(self):
+        self.used: set[str] = set()                      # helpers the expressions call (C++)
         self.current = "v"                               # the node being written
         self.pending: list[tuple[str, str]] = []         # (name, expr) to define before it
+
+    def formula(self, fn: str, args: list[str], attrs: dict) -> str:
+        write = self.code_for_op.get(fn) or OPS[fn].write      # KeyError: not an op we know
+        return write(self, args, attrs)
 
     def let(self, suffix: str, expr: str) -> str:
         """Name a sub-expression the formula uses twice; the writer defines it first."""
@@ -48,29 +55,33 @@ class Formulas:
         self.pending.append((name, expr))
         return name
 
-    # the primitives each language spells differently
+    # each language's primitives
     def lit(self, v) -> str:
-        return c_float(v) if self.lang != "triton" else py_float(v)
+        raise NotImplementedError
 
     def call(self, name: str, x: str) -> str:
-        if self.lang == "triton":
-            table = {"exp": "tl.exp({})", "log": "tl.log({})", "sqrt": "tl.sqrt({})",
-                     "abs": "tl.abs({})", "erf": "tl.erf({})", "sigmoid": "tl.sigmoid({})",
-                     # near 0: the odd series (2*sigmoid(2x) - 1 is only absolutely accurate,
-                     # and a square root after it magnified that to 1e-3 in a GroupNorm)
-                     "tanh": "tl.where(tl.abs({0}) < 0.1, {0} * (1.0 + {0} * {0} * (-0.3333333333"
-                             " + {0} * {0} * (0.1333333333 - 0.0539682540 * {0} * {0}))), "
-                             "2.0 * tl.sigmoid(2.0 * {0}) - 1.0)",
-                     # log(u) * x / (u - 1) with u = 1 + x: accurate for tiny x (Goldberg)
-                     "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.log(1.0 + {0}) * ({0} / "
-                              "((1.0 + {0}) - 1.0)))",
-                     "sin": "tl.sin({})", "cos": "tl.cos({})",
-                     "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
-                     "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
-            return table[name].format(x)
-        if self.lang == "cpp" and name in self.helpers:
-            self.used.add(name)
-            return f"v{name}({x})"
+        raise NotImplementedError
+
+    def select(self, cond: str, a: str, b: str) -> str:
+        raise NotImplementedError
+
+    def past_threshold(self, x: str, cond: str, soft: str) -> str:
+        """softplus: x itself where `cond` holds, else the smooth value."""
+        raise NotImplementedError
+
+    def general_power(self, base: str, exponent: str, value) -> str:
+        """base ** exponent where the exponent is not a small whole constant (`value` is the
+        constant exponent, or None for a tensor)."""
+        raise NotImplementedError
+
+
+class StdFormulas(Formulas):
+    """C++ with the library's maths (libm): the conservative version."""
+
+    def lit(self, v) -> str:
+        return c_float(v)
+
+    def call(self, name: str, x: str) -> str:
         if name == "sigmoid":
             return f"(1.0f / (1.0f + std::exp(-{x})))"
         if name == "softplus":
@@ -78,8 +89,6 @@ class Formulas:
         return f"std::{'fabs' if name == 'abs' else name}({x})"
 
     def select(self, cond: str, a: str, b: str) -> str:
-        if self.lang == "triton":
-            return f"tl.where({cond}, {a}, {b})"
         if "(" in a or "(" in b:
             # where() evaluates both sides first, as a vector select must; a ?: whose arms
             # call functions is control flow to GCC and stops the loop from vectorising.
@@ -87,88 +96,81 @@ class Formulas:
             return f"where({cond}, {a}, {b})"
         return f"({cond} ? {a} : {b})"
 
-    def formula(self, fn: str, args: list[str], attrs: dict) -> str:
-        x = args[0] if args else ""
-        L, sel, call = self.lit, self.select, self.call
-        if fn in ("add", "sub", "mul", "div"):
-            op = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[fn]
-            return f"({args[0]} {op} {args[1]})"
-        if fn in ("maximum", "minimum"):
-            if self.lang == "triton":
-                return f"tl.{fn}({args[0]}, {args[1]})"
-            cmp = ">" if fn == "maximum" else "<"    # NaN in the first operand passes through
-            return sel(f"({args[0]} {cmp} {args[1]}) || ({args[0]} != {args[0]})", args[0], args[1])
-        if fn == "pow":
-            return self.power(args[0], args[1], attrs)
-        if fn in ("exp", "log", "sqrt", "abs", "erf", "sigmoid", "tanh", "log1p", "sin", "cos",
-                  "floor", "ceil"):
-            return call(fn, x)
-        if fn in COMPARISONS:     # 1 where it holds, else 0 (a mask for `where` or a product)
-            return sel(f"{args[0]} {COMPARISONS[fn]} {args[1]}", L(1), L(0))
-        if fn == "where":     # the condition is a 0 / 1 mask
-            return sel(f"{args[0]} != {L(0)}", args[1], args[2])
-        if fn == "neg":
-            return f"(-{x})"
-        if fn == "rsqrt":
-            return f"tl.rsqrt({x})" if self.lang == "triton" else f"(1.0f / {call('sqrt', x)})"
-        if fn == "reciprocal":
-            return f"({L(1)} / {x})"
-        if fn == "square":
-            return f"({x} * {x})"
-        if fn == "expm1":
-            return f"({call('exp', x)} - {L(1)})"
-        if fn == "sign":
-            return sel(f"{x} > {L(0)}", L(1), sel(f"{x} < {L(0)}", L(-1), L(0)))
-        if fn == "relu":      # written so that NaN passes through, as torch.relu does
-            return sel(f"{x} < {L(0)}", L(0), x)
-        if fn == "leaky_relu":
-            return sel(f"{x} > {L(0)}", x, f"{x} * {L(attrs['slope'])}")
-        if fn == "clamp":
-            out = x
-            if attrs.get("low") is not None:
-                out = sel(f"{out} < {L(attrs['low'])}", L(attrs["low"]), out)
-            if attrs.get("high") is not None:
-                out = sel(f"{out} > {L(attrs['high'])}", L(attrs["high"]), out)
-            return out
-        if fn == "gelu":
-            if attrs.get("approximate") == "tanh":
-                inner = f"{L(0.7978845608028654)} * ({x} + {L(0.044715)} * {x} * {x} * {x})"
-                return f"({L(0.5)} * {x} * ({L(1)} + {call('tanh', inner)}))"
-            return f"({L(0.5)} * {x} * ({L(1)} + {call('erf', f'{x} * {L(0.7071067811865476)}')}))"
-        if fn == "silu":
-            return f"({x} / ({L(1)} + {call('exp', f'-{x}')}))"
-        if fn == "mish":
-            return f"({x} * {call('tanh', call('softplus', x))})"
-        if fn == "softplus":
-            # torch returns x itself where beta * x > threshold. Written as a correction added
-            # to the smooth value so the call is used on both sides of the select (otherwise
-            # GCC moves it into a branch and the loop no longer vectorises).
-            beta, threshold = attrs["beta"], attrs["threshold"]
-            scaled = f"{x} * {L(beta)}" if beta != 1 else x
-            soft = call("softplus", scaled)
-            soft = f"{soft} / {L(beta)}" if beta != 1 else soft
-            if self.lang == "triton":
-                return sel(f"{scaled} > {L(threshold)}", x, soft)
-            soft = self.let("smooth", soft)
-            return f"({soft} + {sel(f'{scaled} > {L(threshold)}', f'{x} - {soft}', L(0))})"
-        if fn == "elu":
-            # alpha * (exp(min(x, 0)) - 1) is 0 for x >= 0: no select around the exp needed.
-            negative = sel(f"{x} < {L(0)}", x, L(0))
-            positive = sel(f"{x} > {L(0)}", x, L(0))
-            if attrs["input_scale"] != 1:
-                negative = f"{negative} * {L(attrs['input_scale'])}"
-            if attrs["scale"] != 1:
-                positive = f"{positive} * {L(attrs['scale'])}"
-            factor = L(attrs["alpha"] * attrs["scale"])
-            return f"({positive} + {factor} * ({call('exp', negative)} - {L(1)}))"
-        if fn == "hardswish":
-            return f"({x} * {self.clamp06(f'{x} + {L(3)}')} / {L(6)})"
-        if fn == "hardsigmoid":
-            return f"({self.clamp06(f'{x} + {L(3)}')} / {L(6)})"
-        raise KeyError(fn)
+    def past_threshold(self, x: str, cond: str, soft: str) -> str:
+        # Written as a correction added to the smooth value so the call is used on both sides
+        # of the select (otherwise GCC moves it into a branch and the loop stops vectorising).
+        soft = self.let("smooth", soft)
+        return f"({soft} + {self.select(cond, f'{x} - {soft}', self.lit(0))})"
+
+    def general_power(self, base: str, exponent: str, value) -> str:
+        return f"std::pow({base}, {exponent})"
+
+
+class CppFormulas(StdFormulas):
+    """C++ calling the vectorisable maths helpers it is given (cpp/maths.py), libm otherwise."""
+
+    def __init__(self, helpers=()):
+        super().__init__()
+        self.helpers = helpers
+
+    def call(self, name: str, x: str) -> str:
+        if name not in self.helpers:
+            return super().call(name, x)
+        self.used.add(name)
+        return f"v{name}({x})"
+
+    def general_power(self, base: str, exponent: str, value) -> str:
+        self.used.add("pow")
+        return f"vpow({base}, {exponent})"
+
+
+def triton_maximum(fn: str):
+    return lambda f, a, attrs: f"tl.{fn}({a[0]}, {a[1]})"
+
+
+class TritonFormulas(Formulas):
+    """triton.language."""
+
+    CALLS = {"exp": "tl.exp({})", "log": "tl.log({})", "sqrt": "tl.sqrt({})",
+             "abs": "tl.abs({})", "erf": "tl.erf({})", "sigmoid": "tl.sigmoid({})",
+             # near 0: the odd series (2*sigmoid(2x) - 1 is only absolutely accurate,
+             # and a square root after it magnified that to 1e-3 in a GroupNorm)
+             "tanh": "tl.where(tl.abs({0}) < 0.1, {0} * (1.0 + {0} * {0} * (-0.3333333333"
+                     " + {0} * {0} * (0.1333333333 - 0.0539682540 * {0} * {0}))), "
+                     "2.0 * tl.sigmoid(2.0 * {0}) - 1.0)",
+             # log(u) * x / (u - 1) with u = 1 + x: accurate for tiny x (Goldberg)
+             "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.log(1.0 + {0}) * ({0} / "
+                      "((1.0 + {0}) - 1.0)))",
+             "sin": "tl.sin({})", "cos": "tl.cos({})",
+             "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
+             "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
+    code_for_op = {"maximum": triton_maximum("maximum"), "minimum": triton_maximum("minimum"),
+                   "rsqrt": lambda f, a, attrs: f"tl.rsqrt({a[0]})"}
+
+    def lit(self, v) -> str:
+        return py_float(v)
+
+    def call(self, name: str, x: str) -> str:
+        return self.CALLS[name].format(x)
+
+    def select(self, cond: str, a: str, b: str) -> str:
+        return f"tl.where({cond}, {a}, {b})"
+
+    def past_threshold(self, x: str, cond: str, soft: str) -> str:
+        return self.select(cond, x, soft)
+
+    def general_power(self, base: str, exponent: str, value) -> str:
+        if not isinstance(value, (int, float)):
+            return self.tensor_power(base, exponent)
+        # log of a negative base is NaN, as torch's pow is for a fractional exponent
+        whole = float(value).is_integer()
+        magnitude = f"tl.exp({self.lit(value)} * tl.log({f'tl.abs({base})' if whole else base}))"
+        if whole and int(value) % 2:
+            return f"tl.where({base} < 0.0, -{magnitude}, {magnitude})"
+        return magnitude
 
     @staticmethod
-    def triton_pow(base: str, exponent: str) -> str:
+    def tensor_power(base: str, exponent: str) -> str:
         """pow with torch's signs: a negative base needs an integer exponent ((-1)^y), else NaN."""
         magnitude = f"tl.exp({exponent} * tl.log(tl.abs({base})))"
         integer = f"(tl.floor({exponent}) == {exponent})"
@@ -177,37 +179,3 @@ class Formulas:
         negative = f"tl.where({integer}, {signed}, float('nan'))"
         value = f"tl.where({base} < 0.0, {negative}, {magnitude})"
         return f"tl.where(({exponent} == 0.0) | ({base} == 1.0), 1.0, {value})"
-
-    def clamp06(self, x: str) -> str:
-        low = self.select(f"({x}) < {self.lit(0)}", self.lit(0), f"({x})")
-        return self.select(f"{low} > {self.lit(6)}", self.lit(6), low)
-
-    def power(self, base: str, exponent: str, attrs: dict) -> str:
-        value = attrs.get("exponent_value")
-        if value == 0:
-            return self.lit(1)
-        if value == 1:
-            return base
-        if value == 2:
-            return f"({base} * {base})"
-        if value == 3:
-            return f"({base} * {base} * {base})"
-        if value == 0.5:
-            return self.call("sqrt", base)
-        if value == -1:
-            return f"({self.lit(1)} / {base})"
-        if isinstance(value, (int, float)) and float(value).is_integer() and abs(value) <= 8:
-            product = " * ".join([f"({base})"] * int(abs(value)))
-            return f"({product})" if value > 0 else f"({self.lit(1)} / ({product}))"
-        if self.lang == "triton" and isinstance(value, (int, float)):
-            # log of a negative base is NaN, as torch's pow is for a fractional exponent
-            magnitude = f"tl.exp({self.lit(value)} * tl.log({'tl.abs(' + base + ')' if float(value).is_integer() else base}))"
-            if float(value).is_integer() and int(value) % 2:
-                return f"tl.where({base} < 0.0, -{magnitude}, {magnitude})"
-            return magnitude
-        if self.lang == "triton":
-            return self.triton_pow(base, exponent)
-        if self.lang == "cpp":
-            self.used.add("pow")
-            return f"vpow({base}, {exponent})"
-        return f"std::pow({base}, {exponent})"

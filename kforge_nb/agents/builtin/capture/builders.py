@@ -7,14 +7,12 @@ import operator
 
 import torch
 
+from ..op_records import PROMOTING
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, attr_expr, resolve
 from .ir import FLOAT, Node, broadcast, normalise_dims, reduced_shape
 from .ops_matmul import diagonal_product, vector_product
 from .value_names import sanitise
-
-
-PROMOTING = {"add", "sub", "mul", "div", "maximum", "minimum"}
 
 
 class Builders:

@@ -6,16 +6,10 @@ holds the tables and the binding) and builds `pointwise` nodes; None means "keep
 """
 from __future__ import annotations
 
+from ..op_records import TORCH_NAMES
 from .ir import Node
 
-SIMPLE_UNARY = {
-    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log",
-    "abs": "abs", "neg": "neg", "negative": "neg", "sqrt": "sqrt", "rsqrt": "rsqrt",
-    "erf": "erf", "sin": "sin", "cos": "cos", "log1p": "log1p", "expm1": "expm1",
-    "reciprocal": "reciprocal", "square": "square", "floor": "floor", "ceil": "ceil",
-    "silu": "silu", "mish": "mish", "hardswish": "hardswish", "hardsigmoid": "hardsigmoid",
-    "sign": "sign",
-}
+SIMPLE_UNARY = TORCH_NAMES       # torch.relu -> relu: the records say which functions are one op
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 

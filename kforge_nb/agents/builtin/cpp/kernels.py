@@ -12,7 +12,7 @@ state, how one value is written, and the translation unit around the kernels.
 from __future__ import annotations
 
 from ..capture.ir import Node
-from ..elementwise import Formulas
+from ..elementwise import CppFormulas, StdFormulas
 from ..kernel import KernelPlan
 from .knobs import CppOptions
 from .maths import FUNCTIONS, helpers_source
@@ -26,7 +26,7 @@ class CppKernel(Passes):
     def __init__(self, plan: KernelPlan, options: CppOptions):
         plan = plan.rows_as_lanes() if options.rows_as_lanes else plan
         self.plan, self.o = plan, options
-        self.f = Formulas("cpp" if options.vector_math else "std", FUNCTIONS)
+        self.f = CppFormulas(FUNCTIONS) if options.vector_math else StdFormulas()
         self.lines: list[str] = []
         self.depth = 0
         self.lanes = plan.lane is not None and bool(plan.reduce)   # blocks of lanes, per task

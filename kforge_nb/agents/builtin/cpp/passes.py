@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..capture.ir import Node
+from ..op_records import expensive
 
 REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_index": "min"}
 
@@ -179,15 +180,13 @@ class Passes:
         if not self.o.reuse_output or len(outs) != 1 or not p.passes or \
                 p.group.scan is not None:
             return [None] * len(p.passes)
-        expensive = {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "mish", "softplus",
-                     "elu", "log1p", "expm1", "pow", "sin", "cos"}
         plan, available = [], None
         for k, reductions in enumerate(p.passes):
             stop = frozenset([available]) if available is not None else frozenset()
             here = p.element_values([r.args[0] for r in reductions], stop=stop)
             later = set(p.element_values(
                 [r.args[0] for passes in p.passes[k + 1:] for r in passes] + outs, stop=stop))
-            found = [m for m in here if m in later and m.fn in expensive]
+            found = [m for m in here if m in later and expensive(m.fn)]
             plan.append(found[-1] if found else None)
             available = plan[-1] or available
         return plan

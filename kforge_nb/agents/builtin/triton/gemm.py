@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..capture.ir import Node, transposed_source
 from ..capture.partition import Group, Schedule
-from ..elementwise import Formulas
+from ..elementwise import TritonFormulas
 from ..kernel import KernelPlan
 from . import matvec
 from .group import distinct
@@ -200,7 +200,7 @@ class TritonGemm:
                 f"        acc = {PRODUCTS['bf16']}"]
 
     def epilogue(self, values: dict) -> list[str]:
-        ep, f, lines = self.ep, Formulas("triton"), []
+        ep, f, lines = self.ep, TritonFormulas(), []
         g = ep.group
         n_ids = set(g.base_cover()[-1])
         for m in g.members:

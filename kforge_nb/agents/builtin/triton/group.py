@@ -18,7 +18,7 @@ import math
 from ..candidate import launcher_prologue
 from ..capture.ir import Node
 from ..capture.partition import Region
-from ..elementwise import Formulas
+from ..elementwise import TritonFormulas
 from ..kernel import KernelPlan
 from .merged import write_merged
 
@@ -80,7 +80,7 @@ class TritonGroupKernel:
 
     def __init__(self, plan: KernelPlan, options):
         self.plan, self.o = plan, options
-        self.f = Formulas("triton")
+        self.f = TritonFormulas()
         self.lines: list[str] = []
         self.depth = 1
         self.loaded: dict = {}

@@ -1,0 +1,219 @@
+"""One record per pointwise op of the builtin agent's graph: everything the agent knows of it.
+
+A record says how many operands the op takes, which torch functions are this op with no
+argument of their own (capture maps them straight to it), whether a bool or integer tensor
+beside a float32 one is promoted as torch does, its cost in FLOPs per element (the evaluator's
+op_costs: one home for costs) and with it whether it is expensive (a transcendental: worth
+parking in the output rather than computing twice, cpp/passes.py), and how it is written.
+
+How it is written: `write(f, args, attrs)` builds the expression from a language's primitives
+(`f.lit`, `f.call`, `f.select`, `f.let`; elementwise.py holds one class per language), so a
+formula is written once for every target. A language that spells an op its own way (Triton's
+`tl.maximum`) says so in its `code_for_op` table, as tinygrad's renderers do.
+
+Adding an op: a record here (and a maths body in cpp/maths.py plus a Triton call in
+elementwise.py when it is a new transcendental function).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ...evaluator.op_costs import EXP, op_cost
+
+Write = Callable[[object, list, dict], str]     # (formulas, operand expressions, attrs) -> expr
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    name: str                          # the pointwise node's fn
+    arity: int                         # operands (tensors or scalars)
+    write: Write                       # its expression from the language's primitives
+    torch: tuple[str, ...] = ()        # torch functions that are this op, one input and no
+    #                                    argument of their own (torch.relu, F.silu, Tensor.exp)
+    promotes: bool = False             # x * mask: a bool/int tensor is made float32 first
+
+    @property
+    def cost(self) -> int:
+        """FLOPs per element, as the evaluator counts the reference's (op_costs.COSTS)."""
+        return op_cost(self.name, ())
+
+    @property
+    def expensive(self) -> bool:
+        """A transcendental function or one built on exp/log: recomputing costs more than
+        storing it once and reading it back."""
+        return self.cost >= EXP
+
+
+# --- writers shared by several records ---------------------------------------------------------
+
+def infix(symbol: str) -> Write:
+    return lambda f, a, attrs: f"({a[0]} {symbol} {a[1]})"
+
+
+def maths(name: str) -> Write:
+    """A maths function of the language (libm, the vectorised helpers, tl.*)."""
+    return lambda f, a, attrs: f.call(name, a[0])
+
+
+def compare(symbol: str) -> Write:
+    """1 where it holds, else 0 (a mask for `where` or a product)."""
+    return lambda f, a, attrs: f.select(f"{a[0]} {symbol} {a[1]}", f.lit(1), f.lit(0))
+
+
+def extreme(symbol: str) -> Write:
+    """maximum / minimum with NaN in the first operand passing through."""
+    return lambda f, a, attrs: f.select(f"({a[0]} {symbol} {a[1]}) || ({a[0]} != {a[0]})",
+                                        a[0], a[1])
+
+
+def clamp06(f, x: str) -> str:
+    low = f.select(f"({x}) < {f.lit(0)}", f.lit(0), f"({x})")
+    return f.select(f"{low} > {f.lit(6)}", f.lit(6), low)
+
+
+# --- writers of one record each ----------------------------------------------------------------
+
+def w_where(f, a, attrs):
+    return f.select(f"{a[0]} != {f.lit(0)}", a[1], a[2])     # the condition is a 0 / 1 mask
+
+
+def w_sign(f, a, attrs):
+    x, L = a[0], f.lit
+    return f.select(f"{x} > {L(0)}", L(1), f.select(f"{x} < {L(0)}", L(-1), L(0)))
+
+
+def w_relu(f, a, attrs):
+    return f.select(f"{a[0]} < {f.lit(0)}", f.lit(0), a[0])    # NaN passes, as torch.relu
+
+
+def w_leaky_relu(f, a, attrs):
+    x = a[0]
+    return f.select(f"{x} > {f.lit(0)}", x, f"{x} * {f.lit(attrs['slope'])}")
+
+
+def w_clamp(f, a, attrs):
+    out = a[0]
+    for bound, cmp in (("low", "<"), ("high", ">")):
+        if attrs.get(bound) is not None:
+            out = f.select(f"{out} {cmp} {f.lit(attrs[bound])}", f.lit(attrs[bound]), out)
+    return out
+
+
+def w_gelu(f, a, attrs):
+    x, L = a[0], f.lit
+    if attrs.get("approximate") == "tanh":
+        inner = f"{L(0.7978845608028654)} * ({x} + {L(0.044715)} * {x} * {x} * {x})"
+        return f"({L(0.5)} * {x} * ({L(1)} + {f.call('tanh', inner)}))"
+    return f"({L(0.5)} * {x} * ({L(1)} + {f.call('erf', f'{x} * {L(0.7071067811865476)}')}))"
+
+
+def w_silu(f, a, attrs):
+    return f"({a[0]} / ({f.lit(1)} + {f.call('exp', f'-{a[0]}')}))"
+
+
+def w_mish(f, a, attrs):
+    return f"({a[0]} * {f.call('tanh', f.call('softplus', a[0]))})"
+
+
+def w_softplus(f, a, attrs):
+    """torch returns x itself where beta * x > threshold; the language says how it selects
+    (`f.past_threshold`)."""
+    x, beta = a[0], attrs["beta"]
+    scaled = f"{x} * {f.lit(beta)}" if beta != 1 else x
+    soft = f.call("softplus", scaled)
+    soft = f"{soft} / {f.lit(beta)}" if beta != 1 else soft
+    return f.past_threshold(x, f"{scaled} > {f.lit(attrs['threshold'])}", soft)
+
+
+def w_elu(f, a, attrs):
+    # alpha * (exp(min(x, 0)) - 1) is 0 for x >= 0: no select around the exp needed.
+    x, L = a[0], f.lit
+    negative = f.select(f"{x} < {L(0)}", x, L(0))
+    positive = f.select(f"{x} > {L(0)}", x, L(0))
+    if attrs["input_scale"] != 1:
+        negative = f"{negative} * {L(attrs['input_scale'])}"
+    if attrs["scale"] != 1:
+        positive = f"{positive} * {L(attrs['scale'])}"
+    factor = L(attrs["alpha"] * attrs["scale"])
+    return f"({positive} + {factor} * ({f.call('exp', negative)} - {L(1)}))"
+
+
+def w_pow(f, a, attrs):
+    """A constant small whole exponent is multiplications; any other power is the language's
+    (`f.general_power`)."""
+    base, value, L = a[0], attrs.get("exponent_value"), f.lit
+    if value == 0:
+        return L(1)
+    if value == 1:
+        return base
+    if value == 2:
+        return f"({base} * {base})"
+    if value == 3:
+        return f"({base} * {base} * {base})"
+    if value == 0.5:
+        return f.call("sqrt", base)
+    if value == -1:
+        return f"({L(1)} / {base})"
+    if isinstance(value, (int, float)) and float(value).is_integer() and abs(value) <= 8:
+        product = " * ".join([f"({base})"] * int(abs(value)))
+        return f"({product})" if value > 0 else f"({L(1)} / ({product}))"
+    return f.general_power(base, a[1], value)
+
+
+RECORDS = (
+    OpRecord("add", 2, infix("+"), promotes=True),
+    OpRecord("sub", 2, infix("-"), promotes=True),
+    OpRecord("mul", 2, infix("*"), promotes=True),
+    OpRecord("div", 2, infix("/"), promotes=True),
+    OpRecord("maximum", 2, extreme(">"), promotes=True),
+    OpRecord("minimum", 2, extreme("<"), promotes=True),
+    OpRecord("pow", 2, w_pow),
+    OpRecord("eq", 2, compare("==")), OpRecord("ne", 2, compare("!=")),
+    OpRecord("lt", 2, compare("<")), OpRecord("le", 2, compare("<=")),
+    OpRecord("gt", 2, compare(">")), OpRecord("ge", 2, compare(">=")),
+    OpRecord("where", 3, w_where),
+    OpRecord("relu", 1, w_relu, ("relu",)),
+    OpRecord("sigmoid", 1, maths("sigmoid"), ("sigmoid",)),
+    OpRecord("tanh", 1, maths("tanh"), ("tanh",)),
+    OpRecord("exp", 1, maths("exp"), ("exp",)),
+    OpRecord("log", 1, maths("log"), ("log",)),
+    OpRecord("abs", 1, maths("abs"), ("abs",)),
+    OpRecord("neg", 1, lambda f, a, attrs: f"(-{a[0]})", ("neg", "negative")),
+    OpRecord("sqrt", 1, maths("sqrt"), ("sqrt",)),
+    OpRecord("rsqrt", 1, lambda f, a, attrs: f"({f.lit(1)} / {f.call('sqrt', a[0])})",
+             ("rsqrt",)),
+    OpRecord("erf", 1, maths("erf"), ("erf",)),
+    OpRecord("sin", 1, maths("sin"), ("sin",)),
+    OpRecord("cos", 1, maths("cos"), ("cos",)),
+    OpRecord("log1p", 1, maths("log1p"), ("log1p",)),
+    OpRecord("expm1", 1, lambda f, a, attrs: f"({f.call('exp', a[0])} - {f.lit(1)})",
+             ("expm1",)),
+    OpRecord("reciprocal", 1, lambda f, a, attrs: f"({f.lit(1)} / {a[0]})", ("reciprocal",)),
+    OpRecord("square", 1, lambda f, a, attrs: f"({a[0]} * {a[0]})", ("square",)),
+    OpRecord("floor", 1, maths("floor"), ("floor",)),
+    OpRecord("ceil", 1, maths("ceil"), ("ceil",)),
+    OpRecord("silu", 1, w_silu, ("silu",)),
+    OpRecord("mish", 1, w_mish, ("mish",)),
+    OpRecord("hardswish", 1, lambda f, a, attrs: f"({a[0]} * {clamp06(f, f'{a[0]} + {f.lit(3)}')}"
+                                                 f" / {f.lit(6)})", ("hardswish",)),
+    OpRecord("hardsigmoid", 1, lambda f, a, attrs: f"({clamp06(f, f'{a[0]} + {f.lit(3)}')} / "
+                                                   f"{f.lit(6)})", ("hardsigmoid",)),
+    OpRecord("sign", 1, w_sign, ("sign",)),
+    OpRecord("leaky_relu", 1, w_leaky_relu),
+    OpRecord("clamp", 1, w_clamp),
+    OpRecord("gelu", 1, w_gelu),
+    OpRecord("softplus", 1, w_softplus),
+    OpRecord("elu", 1, w_elu),
+)
+OPS = {r.name: r for r in RECORDS}
+
+
+def expensive(fn: str) -> bool:
+    """Whether the pointwise op `fn` is worth computing once and reading back."""
+    return fn in OPS and OPS[fn].expensive
+
+
+# torch function name -> the op it is, for the torch functions that are one op exactly
+TORCH_NAMES = {name: r.name for r in RECORDS for name in r.torch}
+PROMOTING = frozenset(r.name for r in RECORDS if r.promotes)
