@@ -1,7 +1,8 @@
 """Hashes of what the builtin agent writes, to prove a refactoring changed nothing.
 
-For every problem found (tests/test_builtin.py's PROBLEMS, the shipped examples, the test
-problems, the KernelBench sample under build/kb_sample and any folder given with --problems)
+For every problem found (the problems the builtin agent's tests write, tests/test_builtin*.py,
+the shipped examples, the test problems, the KernelBench sample under build/kb_sample and any
+folder given with --problems)
 and each target (cpp, triton) it generates the first candidate ("initial"), the conservative
 one ("fix"), and walks the analyst's recommendations over three made-up verdicts (faster than
 eager, slower, small and fast) until it has none left. Each output is hashed (sha256); a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -47,8 +49,14 @@ VERDICTS = {
 
 def problems(extra: list[str]) -> dict[str, str]:
     """name -> source of every problem to hash, sorted by name."""
-    from test_builtin import PROBLEMS
-    found = {f"test_builtin/{name}": source for name, source in PROBLEMS.items()}
+    found = {}
+    for test in sorted((ROOT / "tests").glob("test_builtin*.py")):
+        module = importlib.import_module(test.stem)
+        for table, value in vars(module).items():     # PROBLEMS, SPLIT, MATVECS...: the
+            if isinstance(value, dict):                # dicts of whole problem files
+                found.update({f"{test.stem}/{table}/{name}": source
+                              for name, source in value.items()
+                              if isinstance(source, str) and "class Model" in source})
     for folder in [*FOLDERS, *extra]:
         path = Path(folder) if Path(folder).is_absolute() else ROOT / folder
         for file in sorted(path.rglob("*.py")) if path.is_dir() else []:

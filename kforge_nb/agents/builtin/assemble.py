@@ -73,8 +73,10 @@ class Assembly:
     nothing_left = ""           # why there is no candidate when no kernel is left to write
     title_line = 0              # the line of a kernel's text that names it
 
-    def __init__(self, title: str, source: str, cap: Captured, plan: Schedule, options):
+    def __init__(self, title: str, source: str, cap: Captured, plan: Schedule, options,
+                 writers: dict[str, templates.Writer]):
         self.title, self.source, self.cap, self.plan, self.o = title, source, cap, plan, options
+        self.writers = writers            # template family -> this target's writer
         self.kernels: list[str] = []
         self.launchers: list[str] = []
         self.story: list[str] = []
@@ -143,7 +145,7 @@ class Assembly:
         found = {}
         for node in nodes:
             name = kernel_name_from(node.attrs["call"], self.taken)
-            done = templates.write(node, self.target, name, launcher_name(name), self.o)
+            done = templates.write(node, self.writers, name, launcher_name(name), self.o)
             if done is not None:
                 found[node] = (name, done)
         return found

@@ -3,7 +3,7 @@
 A `template` node (capture/ops_templates.py) is one op whose kernel is not a fused sweep of
 pointwise and reduce steps but a known loop nest: a convolution's window over its input, a
 pool's window, attention's online softmax over keys. Each family is one module here with one
-writer per target; a writer takes the node and returns a `Written` (the kernel's text, its
+writer per target, registered in that target's row (targets.py); a writer takes the node and returns a `Written` (the kernel's text, its
 Python launcher, the launcher's arguments and outputs, one line for the story), or None when
 the call is one it does not cover, and the candidate keeps the vendor's call.
 
@@ -14,8 +14,8 @@ fused kernels around a cuDNN / oneDNN convolution are what is measured.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..capture.ir import Node
 
@@ -30,18 +30,14 @@ class Written:
     helpers: set[str] = field(default_factory=set)   # C++ maths helpers it uses
 
 
-FAMILIES = ("conv", "pool", "attention")
+Writer = Callable[[Node, str, str, object], "Written | None"]   # (node, name, function, options)
 
 
-def write(node: Node, target: str, name: str, function: str, options) -> Written | None:
-    """The family's kernel for `node` on `target`, or None (not covered: the vendor call)."""
-    if node.fn not in FAMILIES:
-        return None
-    try:
-        family = importlib.import_module(f"{__name__}.{node.fn}")
-    except ModuleNotFoundError:
-        return None
-    writer = getattr(family, target, None)
+def write(node: Node, writers: dict[str, Writer], name: str, function: str,
+          options) -> Written | None:
+    """The kernel of `node`'s family from the target's `writers`, or None (a family the
+    target has no writer for, or a call the writer does not cover: the vendor call)."""
+    writer = writers.get(node.fn)
     return writer(node, name, function, options) if writer else None
 
 
