@@ -77,7 +77,8 @@ def test_a_lucky_first_timing_does_not_name_the_best(api, tmp_path):  # noqa: F8
     assert confirming["finalists"][0] == by_code[lucky]        # fastest as first measured
     assert confirmed["before"] == by_code[lucky] and confirmed["best"] == by_code[steady]
     assert session.best.code == steady
-    assert (session.folder / "best_candidate.py").read_text() == steady
+    judged_with, code = (session.folder / "best_candidate.py").read_text().split("\n", 1)
+    assert judged_with == "# kforge-judged-with: --target cpp" and code == steady
     judged = confirmed["judged"]
     assert [(j["id"], j["rival"]) for j in judged] == [(by_code[steady], by_code[lucky])]
     assert judged[0]["versus"]["verdict"] == "faster" and judged[0]["versus"]["ratio"] > 1
