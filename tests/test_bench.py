@@ -14,6 +14,8 @@ from tests.support.evaluator import REPO
 from tests.test_magic import ip  # noqa: F401  (fixtures: a real IPython shell,
 from tests.test_notebook_live import kernel  # noqa: F401  a real kernel)
 
+pytestmark = pytest.mark.slow     # each test judges a suite: kforge bench, its workers, kernels
+
 FAST = ["--target", "cpp", "--no-compile-baseline", "--trials", "1", "--no-shape-check"]
 
 

@@ -11,6 +11,8 @@ import json
 
 from pathlib import Path
 
+import pytest
+
 from kforge_nb.agents import AgentConfig
 from kforge_nb.evaluator.sandbox import source_cache
 from kforge_nb.problem import Problem
@@ -18,6 +20,8 @@ from kforge_nb.session import Budget, Session
 from kforge_nb.session.confirm import sentence
 from kforge_nb.ui.terminal import Progress
 from tests.test_session_anthropic import GOOD, PROBLEM, answer, api, options  # noqa: F401
+
+pytestmark = pytest.mark.slow     # each test runs a session and its final judging
 
 
 FLAG = 'os.path.exists(os.path.join(os.environ["KFORGE_CACHE"], "final-judging"))'

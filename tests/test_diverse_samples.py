@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kforge_nb.agents import AgentConfig
 from kforge_nb.agents.builtin.generator import kernel_text
 from kforge_nb.session import Budget, Session
 from tests.test_session_anthropic import FASTER, GOOD, PROBLEM, answer, api, options  # noqa: F401
+
+pytestmark = pytest.mark.slow     # each test runs a session of several samples a round
 
 ALTERNATIVES = {"text": "TITLE: chunk the rows\nRECOMMENDATION: give each thread 4 rows at a "
                         "time (schedule(static, 4)).\nEXPECTED GAIN: ~1.1x\n"

@@ -12,6 +12,8 @@ from kforge_nb.providers import ProviderError
 from kforge_nb.session import Budget, Session
 from tests.test_session_anthropic import GOOD, PROBLEM, options
 
+pytestmark = pytest.mark.slow     # sessions through the openai SDK
+
 pytest.importorskip("openai")
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from kforge_nb.agents import AgentConfig
 from kforge_nb.agents.base import Recommendation
 from kforge_nb.session import Budget, Session
 from tests.test_session_anthropic import GOOD, PROBLEM, answer, api, options  # noqa: F401
+
+pytestmark = pytest.mark.slow     # each test runs a session
 
 
 class ScriptedAnalyst:

@@ -14,6 +14,8 @@ from kforge_nb.providers.anthropic import AnthropicProvider
 from kforge_nb.session import Budget, Session
 from tests.support.fake_anthropic import FakeAnthropic
 
+pytestmark = pytest.mark.slow     # each test runs a session: candidates judged round after round
+
 EXAMPLES = Path(__file__).parent.parent / "kforge_nb" / "targets" / "examples"
 PROBLEM = Problem.from_file(EXAMPLES / "softmax.py")
 GOOD = (EXAMPLES / "cpp_softmax.py").read_text()

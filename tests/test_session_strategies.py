@@ -14,6 +14,8 @@ from kforge_nb.ui.terminal import TerminalPolicy
 from tests.test_session_anthropic import (EXAMPLES, FASTER, GOOD, PROBLEM, RECOMMENDATION, WRONG,
                                           answer, api, options)  # noqa: F401  (api: fixture)
 
+pytestmark = pytest.mark.slow     # each test runs a session (or judges the Triton example)
+
 
 @pytest.mark.parametrize("target,expected", [("cpp", "correct"), ("triton", "correct"),
                                              ("cuda", "unavailable"), ("metal", "unavailable")])
