@@ -84,6 +84,7 @@ def test_no_data_no_picture_and_no_matplotlib_no_pictures(monkeypatch):
 
 # --- a session against the loopback Anthropic server ------------------------------------------
 
+@pytest.mark.slow
 def test_the_analysis_request_carries_the_profile_as_png_images(api, tmp_path):
     server = api([answer(GOOD), RECOMMENDATION, answer(FASTER)])
     session = run_session(tmp_path, iterations=2)
@@ -117,6 +118,7 @@ def test_the_analysis_request_carries_the_profile_as_png_images(api, tmp_path):
         (summary["input_tokens"] * 3 + summary["output_tokens"] * 15) / 1e6, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_no_images_sends_the_analyst_text_only(api, tmp_path):
     server = api([answer(GOOD), RECOMMENDATION, answer(GOOD)])
     session = run_session(tmp_path, iterations=2, images=False)
@@ -134,6 +136,7 @@ def test_the_no_images_flag_reaches_the_agent_config(command):
     assert agents_from_args(parser.parse_args([])).images is True
 
 
+@pytest.mark.slow
 def test_a_recording_with_pictures_replays_the_same_run(api, tmp_path):
     api([answer(GOOD), RECOMMENDATION, answer(FASTER)])
     recording = tmp_path / "with-images.jsonl"

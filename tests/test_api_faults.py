@@ -195,6 +195,7 @@ def test_errors_retrying_cannot_fix_fail_at_once(api, monkeypatch, status, words
 
 # --- a session keeps what it made before the API gave out -------------------------------------
 
+@pytest.mark.slow
 def test_a_session_whose_api_gives_out_keeps_its_correct_candidate(api, tmp_path):
     # iteration 0 gets a correct kernel; the analysis call then meets 503 on all 5 tries
     server = api([answer(GOOD)] + [{"status": 503}] * 5)

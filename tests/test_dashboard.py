@@ -12,8 +12,12 @@ import json
 import re
 import sys
 
+import pytest
+
 from tests.test_magic import (BROKEN, FASTER, FASTEST, GOOD, WRONG, answer, api, ip,  # noqa: F401
                               kforge, recommendation, wait_for)
+
+pytestmark = pytest.mark.slow     # each test runs a %%kforge session in a real IPython shell
 
 
 def widget_of(session):

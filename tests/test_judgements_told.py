@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 import io
 
+import pytest
+
 from kforge_nb.agents import AgentConfig, history
 from kforge_nb.agents.base import (AnalysisRequest, Generation, GenerationRequest,
                                    Recommendation)
@@ -276,6 +278,7 @@ def test_a_timeout_is_judged_again_only_when_the_model_asks():
     assert not judge_again(earlier, other)      # another candidate's judging asked for
 
 
+@pytest.mark.slow
 def test_the_loop_judges_again_a_refusal_the_model_asks_about(api, tmp_path):  # noqa: F811
     """Round 0: 0.0 is correct. Round 1: 1.0 is refused by an estimate. Round 2: the analyst,
     told so, asks to re-apply 1.0; the generator's prompt carries 1.0's code and the reason
@@ -324,6 +327,7 @@ def test_done_is_parsed_from_a_real_sdk_response(api):  # noqa: F811
     assert "done" not in both and both["recommendation"] == "r"
 
 
+@pytest.mark.slow
 def test_the_loop_ends_when_the_analyst_answers_done_and_it_read_the_profile_note(
         api, tmp_path):  # noqa: F811
     server = api([answer(kernel("# A")),

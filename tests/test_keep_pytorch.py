@@ -74,6 +74,7 @@ def test_a_faster_kernel_does_not_get_the_keep_pytorch_verdict():
     assert not recoveries & {a.title for a in answers}
 
 
+@pytest.mark.slow
 def test_the_session_says_plainly_that_the_module_is_best_left_in_pytorch(api, tmp_path):
     api([answer(SLOW)] * 6)
     session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic", analyst=BuiltinAnalyst()),
@@ -90,6 +91,7 @@ def test_the_session_says_plainly_that_the_module_is_best_left_in_pytorch(api, t
     assert "Best left in PyTorch" in to_text(run_record(session))
 
 
+@pytest.mark.slow
 def test_no_advice_when_the_kernel_wins_or_the_timing_is_not_real(api, tmp_path):
     api([answer(GOOD)])
     session = Session(PROBLEM, "cpp", AgentConfig(provider="anthropic", analyst=BuiltinAnalyst()),
@@ -102,6 +104,7 @@ def test_no_advice_when_the_kernel_wins_or_the_timing_is_not_real(api, tmp_path)
     assert session.advice() is None
 
 
+@pytest.mark.slow
 def test_a_run_cut_short_still_says_why(api, tmp_path):
     """Patience ends the run before the analyst's verdict: the reason comes from the profile."""
     api([answer(SLOW)] * 3)

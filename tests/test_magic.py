@@ -97,6 +97,7 @@ def usage_error(ip, capsys, source: str) -> str:
 
 # --- the magic runs a session ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cell_magic_runs_a_session_and_binds_it_to_kforge(api, kforge):
     from kforge_nb.session import Session
     api([answer(BROKEN), answer(GOOD)])
@@ -107,6 +108,7 @@ def test_cell_magic_runs_a_session_and_binds_it_to_kforge(api, kforge):
     assert session.summary()["best_state"] == "correct"
 
 
+@pytest.mark.slow
 def test_flags_and_traitlets_config_set_the_session(api, ip, kforge):
     api([answer(GOOD)])
     ip.run_line_magic("config", "KForgeMagics.iterations = 1")
@@ -122,6 +124,7 @@ def test_flags_and_traitlets_config_set_the_session(api, ip, kforge):
     assert session.agents_config.hint == "prefer OpenMP"
 
 
+@pytest.mark.slow
 def test_a_module_with_inputs_from_the_notebook_is_reproduced_in_the_reference(api, ip, kforge):
     import torch
     api([answer(GOOD)])
@@ -184,6 +187,7 @@ def test_unknown_subcommand_lists_the_subcommands(ip, capsys):
 
 # --- line magics ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_kforge_stop_ends_a_running_session(api, ip, kforge):
     api([answer(GOOD)] + [recommendation(), answer(FASTER)] * 6)
     session = kforge("--iterations 6 --no-block")
@@ -194,6 +198,7 @@ def test_kforge_stop_ends_a_running_session(api, ip, kforge):
     assert len({a.iteration for a in session.history}) < 6
 
 
+@pytest.mark.slow
 def test_kforge_eval_judges_a_notebook_variable_against_the_last_problem(api, ip, kforge, capsys):
     api([answer(GOOD)])
     session = kforge("--iterations 1")
@@ -207,6 +212,7 @@ def test_kforge_eval_judges_a_notebook_variable_against_the_last_problem(api, ip
     assert [a["id"] for a in run_record(session)["history"]] == ["0.0", "0.1"]
 
 
+@pytest.mark.slow
 def test_kforge_last_and_config_print_in_a_terminal(api, ip, kforge, capsys):
     api([answer(GOOD)])
     kforge("--iterations 1")
@@ -217,6 +223,7 @@ def test_kforge_last_and_config_print_in_a_terminal(api, ip, kforge, capsys):
     assert "c.KForgeMagics.target" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_kforge_eval_reads_a_candidate_file(api, ip, kforge, tmp_path):
     api([answer(BROKEN)])
     session = kforge("--iterations 1")
@@ -226,6 +233,7 @@ def test_kforge_eval_reads_a_candidate_file(api, ip, kforge, tmp_path):
     assert session.history[-1].result.state == "correct" and session.best.code == GOOD
 
 
+@pytest.mark.slow
 def test_record_then_replay_through_the_magic_needs_no_model(api, ip, kforge, tmp_path,
                                                             monkeypatch):
     api([answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)])
@@ -239,6 +247,7 @@ def test_record_then_replay_through_the_magic_needs_no_model(api, ip, kforge, tm
     assert replayed.provider_description.startswith("replay")
 
 
+@pytest.mark.slow
 def test_the_session_shows_its_report_when_displayed(api, ip, kforge, capsys):
     api([answer(GOOD)])
     session = kforge("--iterations 1")
@@ -251,6 +260,7 @@ def test_the_session_shows_its_report_when_displayed(api, ip, kforge, capsys):
 
 # --- a second cell while one runs; resuming a saved run -------------------------------------
 
+@pytest.mark.slow
 def test_a_second_kforge_cell_while_one_runs_is_refused_and_loses_nothing(api, ip, kforge,
                                                                           capsys):
     api([answer(GOOD), recommendation(), answer(FASTER)])
@@ -265,6 +275,7 @@ def test_a_second_kforge_cell_while_one_runs_is_refused_and_loses_nothing(api, i
     assert [a.result.state for a in first.history] == ["correct", "correct"]
 
 
+@pytest.mark.slow
 def test_kforge_resume_goes_on_with_a_stopped_run_in_its_own_folder(api, ip, kforge, capsys):
     api([answer(GOOD), recommendation(), recommendation(), answer(FASTER), recommendation(),
          answer(FASTEST), recommendation(), answer(FASTEST)])

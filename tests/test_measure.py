@@ -121,6 +121,7 @@ def test_an_objective_without_a_hook_or_a_direction_is_a_usage_error(kforge_cli,
     assert done.returncode == 2 and says in done.stderr
 
 
+@pytest.mark.slow
 def test_the_objective_reaches_the_analysis_prompt(kforge_cli, tmp_path, monkeypatch):
     kernel = {"text": f"Here is the kernel.\n\n```python\n{candidate_source('cpp_relu')}```\n"}
     advice = {"text": "TITLE: unroll\nRECOMMENDATION: unroll the loop by 4.\nEXPECTED GAIN: ~1.1x"}

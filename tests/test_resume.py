@@ -56,6 +56,7 @@ def evaluated(folder: Path) -> list[int]:
     return [e["iteration"] for e in map(json.loads, lines) if e["kind"] == "evaluated"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_is_listed_and_resumed_without_redoing_finished_work(tmp_path):
     folder = killed_at_first_recommendation(tmp_path)
     state = json.loads((folder / "run.json").read_text())
@@ -91,6 +92,7 @@ def test_a_killed_run_is_listed_and_resumed_without_redoing_finished_work(tmp_pa
     assert run["status"] == "finished" and run["candidates"] == len(history)
 
 
+@pytest.mark.slow
 def test_a_finished_run_needs_more_iterations_to_go_on(tmp_path):
     done = cli("run", str(PROBLEM), *FAST, "--out", "runs", "--iterations", "1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -106,6 +108,7 @@ def test_a_finished_run_needs_more_iterations_to_go_on(tmp_path):
     assert state["progress"]["next_iteration"] >= 1
 
 
+@pytest.mark.slow
 def test_a_cut_events_line_is_mended_on_resume(tmp_path):
     folder = killed_at_first_recommendation(tmp_path, iterations=2)
     with open(folder / "events.jsonl", "a") as f:
@@ -155,6 +158,7 @@ def test_folders_that_are_not_runs_are_refused_with_the_reason(tmp_path):
     assert cli("runs", "nowhere", cwd=tmp_path).returncode == 2
 
 
+@pytest.mark.slow
 def test_a_run_whose_process_is_alive_is_running_and_not_resumed(tmp_path):
     folder = tmp_path / "runs" / "20261124-000000-relu-cpp"
     folder.mkdir(parents=True)
@@ -170,6 +174,7 @@ def test_a_run_whose_process_is_alive_is_running_and_not_resumed(tmp_path):
     assert saved.read(folder).status == "interrupted"
 
 
+@pytest.mark.slow
 def test_a_replayed_run_resumes_where_its_recording_left_off(tmp_path, monkeypatch):
     from kforge_nb.agents import AgentConfig
     from kforge_nb.session import Budget, Session
@@ -216,6 +221,7 @@ def sigint_as_at_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_the_run_as_interrupted_and_says_how_to_go_on(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(

@@ -41,6 +41,7 @@ def beam_session(tmp_path, iterations: int, **agents) -> Session:
                    out=tmp_path, search=make_search("beam", 2))
 
 
+@pytest.mark.slow
 def test_a_beam_run_keeps_k_lineages_and_asks_about_each(api, tmp_path):  # noqa: F811
     titles = ["unroll by 4", "chunk the rows", "prefetch the next row", "split the sum"]
     server = api([answer(CODES[0]), answer(CODES[1]),
@@ -87,6 +88,7 @@ def test_a_beam_run_keeps_k_lineages_and_asks_about_each(api, tmp_path):  # noqa
     assert (session.folder / "iter-01" / "recommendation-1.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_recorded_beam_run_replays(api, tmp_path):  # noqa: F811
     """The two branches of a round ask at once, in either order: the replay matches each
     request to its recorded call by its prompt, and reproduces the run."""
@@ -271,6 +273,7 @@ class Steering:
         return Decision(ACCEPT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verb", ["prune", "pin"])
 def test_a_person_prunes_or_pins_during_a_builtin_beam_run(tmp_path, verb):
     """The builtin agent, review mode, beam of 2 over 3 rounds. At the first recommendation the
@@ -305,6 +308,7 @@ def test_a_person_prunes_or_pins_during_a_builtin_beam_run(tmp_path, verb):
         session.prune("9.9")
 
 
+@pytest.mark.slow
 def test_a_beam_rounds_extra_samples_sweep_other_knobs_on_each_branch(tmp_path):
     """The builtin agent, beam of 2, 2 samples: in an optimisation round the second branch's
     extra sample goes on with the knob sweep where the first branch's stopped (variant 2, not
