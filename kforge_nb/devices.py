@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 import subprocess
@@ -239,13 +240,11 @@ def cpu_peaks() -> dict:
     from .runtime.native import cache_dir
     from .evaluator import clocks
     path = cache_dir() / "cpu_peaks.v3.json"
-    cached = {}
-    if path.exists():
-        cached = json.loads(path.read_text())
-        # a probe that shared the CPU reads low: probed again (at most every 10 minutes) until
-        # one runs on an idle machine, each figure the best seen
-        if not cached.get("busy") or time.time() - path.stat().st_mtime < REPROBE_S:
-            return cached
+    cached, age_s = cached_peaks(path)
+    # a probe that shared the CPU reads low: probed again (at most every 10 minutes) until
+    # one runs on an idle machine, each figure the best seen
+    if cached and (not cached["busy"] or age_s < REPROBE_S):
+        return cached
     import torch
     began, machine = time.monotonic(), clocks.machine_cpu_s()
     own = clocks.process_cpu_s([os.getpid()])
@@ -273,6 +272,33 @@ def cpu_peaks() -> dict:
     tmp.write_text(json.dumps(result))
     os.replace(tmp, path)
     return result
+
+
+PEAK_FIGURES = ("bandwidth", "cache_bandwidth", "llc_bytes", "float32")
+
+
+def cached_peaks(path: Path) -> tuple[dict, float]:
+    """The probe cached at `path` and its age in seconds; ({}, inf) where there is none fit to
+    use. Read through safe_open: a candidate run with --no-sandbox can reach the shared
+    cache, and a FIFO there would block every later evaluation's read, a link would be
+    followed; what is there is checked to be the probe's shape (a number for each figure)."""
+    from .evaluator import safe_open
+    try:
+        fd = safe_open.open_regular(path)
+    except OSError:
+        return {}, math.inf
+    with os.fdopen(fd, "rb") as f:
+        age_s = time.time() - os.fstat(fd).st_mtime
+        text = f.read(1 << 12)
+    try:
+        cached = json.loads(text)
+    except ValueError:
+        return {}, math.inf
+    fit = isinstance(cached, dict) and isinstance(cached.get("name"), str) and \
+        isinstance(cached.get("busy"), bool) and all(
+            isinstance(cached.get(key), (int, float)) and not isinstance(cached.get(key), bool)
+            and math.isfinite(cached[key]) and cached[key] > 0 for key in PEAK_FIGURES)
+    return (cached, age_s) if fit else ({}, math.inf)
 
 
 def usable_cores() -> int:

@@ -10,6 +10,7 @@ times. Workers pinned to different GPUs hold different locks and time at once.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
@@ -17,6 +18,7 @@ import threading
 from contextlib import contextmanager
 
 from ..runtime.native import cache_dir
+from . import safe_open
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _GUARD = threading.Lock()
@@ -30,9 +32,20 @@ def device_key(device: str) -> str:
 
 
 def _lock_file(key: str):
-    folder = cache_dir() / "locks"
-    folder.mkdir(exist_ok=True)
-    return open(folder / f"{key}.lock", "a")
+    """The lock's file, opened anew. Through safe_open: the shared cache is reachable by a
+    candidate run with --no-sandbox, and a FIFO in the lock's place would block this open
+    (every later evaluation on the machine with it), a link would be followed. What is not
+    a regular file there is a plant: removed, and the lock's file made anew."""
+    path = cache_dir() / "locks" / f"{key}.lock"
+    path.parent.mkdir(exist_ok=True)
+    try:
+        fd = safe_open.open_regular(path, create=True)
+    except OSError as err:
+        if not isinstance(err, safe_open.NotRegular) and err.errno != errno.ELOOP:
+            raise
+        path.unlink(missing_ok=True)
+        fd = safe_open.open_regular(path, create=True)
+    return os.fdopen(fd, "rb")
 
 
 @contextmanager

@@ -295,6 +295,10 @@ class Worker:
             self.kill()
             raise WorkerFailure("protocol", f"protocol violation: {err}",
                                 self.log.text_tail()) from None
+        except ConnectionResetError:
+            # it died with a command of ours unread: a closed end, as EOF is (its exit
+            # status says why), never an OSError out of the evaluation
+            raise EOFError from None
         finally:
             if self.conn.sock.fileno() >= 0:
                 self.conn.sock.settimeout(None)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import artifacts, measures
-from ..problem import NULL_BYTE, Problem, ProblemError, decode_source, null_byte_line
+from ..problem import NULL_BYTE, Problem, decode_source, null_byte_line
 from ..pyparse import parse_ast
 from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
                       Result)
@@ -53,10 +53,9 @@ from .process import Worker, WorkerFailure, available_memory
 from .rival import Rival
 from .talk import WorkerTalk, checked_reply, sandbox_report
 from .timing import TimedRounds
-from .verdicts import (CandidateFailed, bad_output, failure_result, overturn, printable,
-                       problem_message, runtime_failure, tampering, unaudited_compute)
+from .verdicts import (CandidateFailed, bad_output, failure_result, inline, overturn,
+                       printable, runtime_failure, tampering, unaudited_compute)
 
-HOOK_SEED = 2000         # the hook's inputs: a draw of their own (trials: 0.., timing: 1000..)
 LARGE_TRIAL_BYTES = 1 << 30     # inputs and outputs of a trial beyond this: fewer trials
 
 
@@ -110,7 +109,10 @@ def verdict_of(problem: Problem, candidate: str, target: Target, options: EvalOp
                              "source_line": (err.text or "").rstrip()})
     fired = options.guardrails.check(candidate, tree, target.required, problem.source)
     if fired:
-        lines = [f"{rule.name}: {rule.reason} ({'; '.join(where[:3])})" for rule, where in fired]
+        # where a rule fired quotes the candidate's text (a user's --ban regex matches any of
+        # it, line breaks included): escaped, on the rule's own line
+        lines = [f"{rule.name}: {rule.reason} ({'; '.join(map(inline, where[:3]))})"
+                 for rule, where in fired]
         return Result(REJECTED, "guardrail fired: " + " | ".join(lines),
                       rules=[rule.name for rule, _ in fired])
 
@@ -163,6 +165,7 @@ class Evaluation(WorkerTalk, TimedRounds):
         self.rival: Rival | None = None   # the best so far, timed beside it (rival.py)
         self.rival_void = ""              # why there is no head-to-head, where one was asked
         self.rival_wrong = False          # ... because the rival's timed output was wrong
+        self.judge_step = "ready"         # what the judge was last asked (talk.judge_stopped)
         self.skipped: list[str] = []
         self.lines = candidate.splitlines()
         self.secret = random.SystemRandom().randrange(1 << 20, 1 << 40)   # seeds: see trial_plan
@@ -185,16 +188,12 @@ class Evaluation(WorkerTalk, TimedRounds):
                 self.problem, self.candidate, self.target, self.options, self.folder,
                 self.device, False), self.options.timeout_s, self.options.memory_bytes)
             self.start_rival()
-            try:
-                ready = self.judge.recv()
-            except WorkerFailure as failure:
-                raise ProblemError(f"{self.problem.label}: the reference itself failed: "
-                                   f"{failure}. End of its log:\n{failure.log_tail}") from None
-            if "problem_error" in ready:
-                raise ProblemError(problem_message(self.problem, ready["problem_error"]))
+            self.judge_reply()                   # ready: its reference built, weights saved
             return self.finished(self.judged())
         except WorkerFailure as failure:     # the candidate's worker died or overran
             return self.finished(tampering(runtime_failure(failure), sorted(self.tampered)))
+        except CandidateFailed as failed:    # the judge stopped where the candidate reaches it
+            return self.finished(failed.result)
         finally:
             self.working.close()
             for worker in (self.worker, self.judge, self.rival):
@@ -366,7 +365,9 @@ class Evaluation(WorkerTalk, TimedRounds):
         """The user's measure(model, inputs) on each side, inputs drawn as a trial's are. What
         it raises, returns wrongly or a worker that dies meanwhile is reported in
         `result.measures`, never in the verdict (the candidate's tampering still counts)."""
-        trial = {"seed": self.options.seed + HOOK_SEED, "distribution": "given"}
+        # a seed of its own drawn from the secret, as the trials' and the timed calls' are: a
+        # fixed one let the candidate know it was measured, and the hook's inputs in advance
+        trial = {"seed": self.options.seed_for(self.secret, "hook"), "distribution": "given"}
         command = ("measure_hook", self.options.measure_hook, self.options.measure_label, trial)
         answers = {}
         for side, worker in (("reference", self.judge), ("candidate", self.worker)):

@@ -25,6 +25,7 @@ from .jobs import candidate_job
 from .options import EvalOptions
 from .process import Worker, WorkerFailure
 from .talk import sandbox_report
+from .verdicts import its_words
 from .wire import ProtocolError
 
 
@@ -112,5 +113,7 @@ class Rival:
 
 
 def failure_text(reply: dict) -> str:
+    """The rival's failure in the evaluator's words: its exception's name (replies.failure
+    checked it), its text quoted (control characters escaped, several lines behind QUOTE)."""
     failed = reply.get("failed") or {}
-    return f"{failed.get('type', '')}: {str(failed.get('text', ''))[:300]}".strip(": ")
+    return f"{failed.get('type', 'an error')}{its_words(str(failed.get('text', '')), 300)}"

@@ -17,11 +17,13 @@ class NotRegular(OSError):
     """The path is not a regular file of its own (a link, a FIFO, a socket, a folder...)."""
 
 
-def open_regular(path: str | os.PathLike, dir_fd: int | None = None) -> int:
+def open_regular(path: str | os.PathLike, dir_fd: int | None = None,
+                 create: bool = False) -> int:
     """A descriptor for reading `path` (relative to `dir_fd` where given), which must be a
-    regular file. Raises NotRegular, or OSError where it cannot be opened."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                 dir_fd=dir_fd)
+    regular file (made empty where it is missing and `create`). Raises NotRegular, or
+    OSError where it cannot be opened (ELOOP: it is a link)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC |
+                 (os.O_CREAT if create else 0), 0o644, dir_fd=dir_fd)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise NotRegular(f"{os.fspath(path)} is not a regular file")

@@ -1,14 +1,16 @@
 """The parent's side of the conversation with both workers: a command sent, a reply read under
 the worker's deadline, the candidate's replies checked for shape (replies.py) and for what they
-say was patched or computed unseen. A judge that fails is the problem's fault (ProblemError)."""
+say was patched or computed unseen. A judge whose reference raises is the problem's fault
+(ProblemError); a judge that stops otherwise is never said to be the reference's."""
 from __future__ import annotations
 
 import time
 
 from ..problem import ProblemError
+from ..result import RUNTIME_ERROR, Result
 from . import replies
 from .process import Worker, WorkerFailure
-from .verdicts import problem_message
+from .verdicts import CandidateFailed, end_of_log, judge_stopped, problem_message
 from .wire import ProtocolError
 
 
@@ -35,7 +37,8 @@ def sandbox_report(worker: Worker) -> dict:
 
 class WorkerTalk:
     """Mixed into Evaluation: `self.judge` and `self.worker` are its two Workers, and
-    `self.tampered` / `self.unaudited` collect what the candidate's replies say."""
+    `self.tampered` / `self.unaudited` collect what the candidate's replies say;
+    `self.judge_step` is what the judge was last asked."""
 
     def ask_judge(self, *command) -> dict:
         self.tell_judge(command)
@@ -43,22 +46,48 @@ class WorkerTalk:
 
     def tell_judge(self, command: tuple) -> None:
         self.judge.extend(max(self.options.timeout_s, 600.0))
+        self.judge_step = command[0]
         try:
             self.judge.send(command)
-        except (WorkerFailure, OSError) as failure:
-            raise ProblemError(f"{self.problem.label}: the reference itself failed: "
-                               f"{failure}") from None
+        except OSError:
+            pass      # its end is closed: waiting for the reply says why (its exit status)
+        except WorkerFailure as failure:
+            raise self.judge_stopped(failure) from None
 
     def judge_reply(self) -> dict:
         try:
             reply = self.judge.recv()
         except (WorkerFailure, OSError) as failure:
-            tail = getattr(failure, "log_tail", "")
-            raise ProblemError(f"{self.problem.label}: the reference itself failed: {failure}. "
-                               f"End of its log:\n{tail}") from None
+            raise self.judge_stopped(failure) from None
         if "problem_error" in reply:
             raise ProblemError(problem_message(self.problem, reply["problem_error"]))
         return reply
+
+    def judge_stopped(self, failure: WorkerFailure | OSError) -> Exception:
+        """The judge stopped without reporting an exception of the reference (those come as
+        `problem_error`): killed, exited, overran. Never said as the reference's failure.
+        Where the candidate's processes could signal it (they share its PID namespace: no
+        sandbox), the candidate's runtime_error (CandidateFailed); else the problem's
+        evaluation cannot go on (ProblemError), the judge's log quoted."""
+        said = judge_stopped(failure, self.judge_step)
+        if self.candidate_reaches_judge():
+            return CandidateFailed(Result(
+                RUNTIME_ERROR, f"{said}; the candidate's processes share its PID namespace (no "
+                "sandbox) and could signal it, so the verdict is the candidate's",
+                error={"type": "judge_stopped", "text": said}))
+        tail = end_of_log(getattr(failure, "log_tail", ""))
+        return ProblemError(f"{self.problem.label}: {said}; no exception of the reference was "
+                            "reported (a crash in native code, the machine's out-of-memory killer "
+                            "or a signal from outside)" + (f". End of its log:\n{tail}" if tail
+                                                            else ""))
+
+    def candidate_reaches_judge(self) -> bool:
+        """Whether the candidate's processes can signal the judge: its worker's sandbox report
+        says its processes are not isolated (or, before the report came, no sandbox was
+        asked for)."""
+        said = self.sandbox.get("processes") if self.sandbox else None
+        return not self.options.sandbox if said is None else \
+            not str(said).startswith("isolated")
 
     def ask_candidate(self, *command) -> dict:
         self.worker.extend(self.options.timeout_s)

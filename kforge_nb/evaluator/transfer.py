@@ -121,10 +121,18 @@ def open_regular(path: str):
 
 def copy_out(source: str, dest: str, limit: int = 256 << 20) -> bool:
     """A file the candidate wrote (a trace), copied where your process keeps artifacts, at
-    most `limit` bytes; False when it is not a regular file of the candidate's."""
+    most `limit` bytes; False when it is not a regular file of the candidate's. `dest` is
+    made anew, never opened as found: under --no-sandbox the candidate can write the run
+    folder too, and a FIFO in its place would block the open, a link would be followed."""
     try:
-        with open_regular(source) as f, open(dest, "wb") as out:
-            out.write(f.read(limit))
+        with open_regular(source) as f:
+            data = f.read(limit)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dest)
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                      os.O_CLOEXEC, 0o644)
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
         return True
     except (BadOutput, OSError):
         return False

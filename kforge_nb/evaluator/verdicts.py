@@ -28,6 +28,12 @@ def printable(text: str) -> str:
     return CONTROL.sub(lambda m: ascii(m.group(0))[1:-1], text)
 
 
+def inline(text: str) -> str:
+    """The candidate's words inside one of the evaluator's lines: control characters and line
+    breaks written as escapes, so no line of the message is theirs."""
+    return printable(text).replace("\n", "\\n")
+
+
 def quoted(text: str, limit: int, end: bool = False) -> str:
     """The candidate's words as a verdict quotes them: at most `limit` characters (its start,
     or its `end`), every line behind QUOTE."""
@@ -46,13 +52,23 @@ def its_words(text: str, limit: int) -> str:
     return ":\n" + quoted(text, limit)
 
 
+def end_of_log(tail: str) -> str:
+    """The end of a worker's log, quoted ("" where it said nothing)."""
+    tail = tail.strip()
+    return quoted(tail, 800, end=True) if tail not in ("", "(empty)", "(no log)") else ""
+
+
 def runtime_failure(failure: WorkerFailure) -> Result:
-    tail = failure.log_tail.strip()
-    said = tail and tail not in ("(empty)", "(no log)")
-    text = f"{failure} (see worker.log)" + (
-        f"; the end of its output:\n{quoted(tail, 800, end=True)}" if said else "")
+    said = end_of_log(failure.log_tail)
+    text = f"{failure} (see worker.log)" + (f"; the end of its output:\n{said}" if said else "")
     return Result(RUNTIME_ERROR, text, error={"type": failure.kind, "text": str(failure),
-                                              "log_tail": tail})
+                                              "log_tail": failure.log_tail.strip()})
+
+
+def judge_stopped(failure: WorkerFailure | OSError, step: str) -> str:
+    """The judge's worker stopped (its death or overrun, not the reference's exception)."""
+    return (f"the judge (the worker that runs the reference and checks the candidate's "
+            f"outputs) stopped while answering `{step}`: {failure}")
 
 
 class CandidateFailed(Exception):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
@@ -39,19 +40,28 @@ def worker_name() -> str:
 
 
 def packed(folder: Path) -> dict[str, bytes]:
+    """The evaluation's regular files, to send back within the limits (the rest listed in
+    NOT_COPIED.txt). The candidate could have put anything in the folder (under --no-sandbox,
+    all of it), so it is walked without following a link and each file read through
+    safe_open: a FIFO is never waited on, a link to a file of yours never read."""
+    from ..evaluator.safe_open import read_regular
+    from ..evaluator.sandbox_usage import MAX_ENTRIES, walk
     files, total, left = {}, 0, []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        size = path.stat().st_size
-        name = str(path.relative_to(folder))
-        if size > FILE_LIMIT or total + size > TOTAL_LIMIT:
-            left.append(f"{name} ({size} bytes)")
+    for fd, name, info, relative in walk(str(folder), MAX_ENTRIES):
+        if not stat.S_ISREG(info.st_mode):
             continue
-        files[name] = path.read_bytes()
-        total += size
+        if info.st_size > FILE_LIMIT or total + info.st_size > TOTAL_LIMIT:
+            left.append(f"{relative} ({info.st_size} bytes)")
+            continue
+        try:
+            files[relative] = read_regular(name, min(FILE_LIMIT, TOTAL_LIMIT - total), fd)
+        except OSError:
+            continue          # swapped for a link or a FIFO since the walk looked
+        total += len(files[relative])
     if left:
         files["NOT_COPIED.txt"] = ("Left on the worker (too large to send back):\n"
-                                   + "\n".join(left) + "\n").encode()
-    return files
+                                   + "\n".join(sorted(left)) + "\n").encode()
+    return dict(sorted(files.items()))
 
 
 def unpacked(answer: tuple[dict, dict, str, str], folder: Path) -> Result:
