@@ -176,6 +176,7 @@ def answer(code: str) -> dict:
     return {"text": f"Here is the kernel.\n\n```python\n{code}```\n"}
 
 
+@pytest.mark.slow
 def test_a_session_sends_the_chosen_notes_to_the_model(kforge_cli, tmp_path, monkeypatch):
     notes = tmp_path / "notes"
     notes.mkdir()

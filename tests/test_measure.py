@@ -58,6 +58,7 @@ def hook_file(tmp_path, source: str, name: str = "hook.py") -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_eval_reports_the_hook_on_both_sides_and_their_ratio(kforge_cli, tmp_path):
     done = kforge_cli("eval", str(problem_path("relu")), str(CANDIDATES / "cpp_relu.py"), *FAST,
                       "--measure", hook_file(tmp_path, THROUGHPUT), "--json")
