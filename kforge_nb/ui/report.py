@@ -3,7 +3,7 @@ carries it in a notebook cell.
 
     run_record(session)   the one description of a run (JSON-able; data only, never HTML)
     bundle(record)        application/vnd.kforge.run+json, with text/html and text/plain fallbacks
-    ReportView            the bundle in the cell's output, updated in place as the run goes
+    ReportView            the bundle in the cell: the run's saved form (one display channel)
 
 One front-end view draws the record (labextension/src/view.ts): live in the anywidget of
 widget.py, and from a saved notebook as JupyterLab's renderer of the MIME type. The fallbacks
@@ -37,7 +37,8 @@ def run_record(session) -> dict:
 
     Records saved before the search existed lack "search" and each candidate's "parent",
     "lineage" and "applied": views read a missing parent as a root (RECORD_VERSION is the same:
-    the keys are additions)."""
+    the keys are additions). "tree" (fallback.tree_layout) is the candidates tree as drawn;
+    records saved before it lack it, and view.ts then lists the candidates flat."""
     events = list(session.events)
     history = list(session.history)
     best = session.best
@@ -78,6 +79,7 @@ def run_record(session) -> dict:
         "profile": timeline(best),
         "events": [compact_event(e) for e in events],
     }
+    record["tree"] = fallback.tree_layout(record)
     return finite(record)
 
 
@@ -255,16 +257,17 @@ def register_display(ipython) -> None:
 
 
 class ReportView:
-    """The cell's outputs: the live widget (at a frontend), then the bundle, shown once and
-    updated in place (display_id) as the session goes on. When the session ends, the cell is
-    cleared (deferred: no flicker) and the final bundle shown again under the same display id:
-    the report is then the cell's one output, the same view with the end state, and a saved
-    notebook keeps no widget (reopened without its kernel, a widget reads "model not found")."""
+    """The report (the bundle) in the cell: one display channel per run. At a frontend the live
+    widget draws the run while it goes, and the report is shown once, below it, when the run
+    ends (then updated in place for an edit judged after the end): the saved form of the run,
+    which a notebook reopened without its kernel, nbconvert and GitHub show. While the widget
+    draws, the labextension's style hides the report (style/view.css). Headless, or where
+    there is no widget, the report alone follows the run, updated in place (display_id)."""
 
     def __init__(self, session, shell=None):
         self.session, self.shell = session, shell
         self.handle = None
-        self.widget_shown = False
+        self.deferred = False       # the widget draws the run: the report waits for its end
         self._parent = None
         self._lock = threading.Lock()
         session.subscribe(self)
@@ -279,22 +282,25 @@ class ReportView:
         self._parent = None if headless else getattr(pub, "parent_header", None)
         if widget is not None:
             display(widget)
-            self.widget_shown = True
-        self.handle = display(bundle(run_record(self.session)), raw=True, display_id=True)
+        with self._lock:
+            self.deferred = widget is not None and not self.session.finished
+            if not self.deferred:
+                self.handle = display(bundle(run_record(self.session)), raw=True,
+                                      display_id=True)
 
     def __call__(self, event: Event) -> None:
-        if self.handle is None or event.kind not in UPDATE_ON:
+        if event.kind not in UPDATE_ON:
             return
         with self._lock:
+            if self.handle is None and not (self.deferred and event.kind == "finished"):
+                return
             pub = getattr(self.shell, "display_pub", None)
             if self._parent and threading.current_thread() is not threading.main_thread() \
                     and hasattr(pub, "set_thread_parent"):
                 pub.set_thread_parent(self._parent)   # route the update to the magic's cell
             shown = bundle(run_record(self.session))
-            if event.kind == "finished" and self.widget_shown:
-                from IPython.display import clear_output
-                clear_output(wait=True)
-                self.handle.display(shown, raw=True)
-                self.widget_shown = False
+            if self.handle is None:
+                from IPython.display import display
+                self.handle = display(shown, raw=True, display_id=True)
             else:
                 self.handle.update(shown, raw=True)

@@ -205,10 +205,22 @@ export interface RunRecord {
   history: Candidate[];
   /** Missing in records saved before the search existed. */
   search?: Search | null;
+  /** The candidates tree as drawn (kforge_nb/ui/fallback.py tree_layout): depth first, one row
+   * per candidate; missing in records saved before it (the view lists those flat). */
+  tree?: TreeRow[];
   recommendation: Recommendation | null;
   pending: boolean;
   decisions: { iteration: number; kind: string; text: string }[];
   profile: { reference_events?: KernelEvent[]; candidate_events?: KernelEvent[] };
+}
+
+/** A row of the candidates tree: its depth, whether it is greyed (pruned, or under a pruned
+ * candidate: never expanded again) and its lineage's label (A, B, ...). */
+export interface TreeRow {
+  id: string;
+  depth: number;
+  greyed: boolean;
+  lineage?: string | null;
 }
 
 /** What the view sends back to the kernel (kforge_nb/ui/widget.py `handle_message`). */

@@ -6,97 +6,50 @@
  * the person pinned and pruned. Live and running, each row has Pin /
  * Unpin (correct candidates) and Prune / Unprune buttons that steer the search.
  *
- * Roots: candidates whose parent is null, missing (a record saved before the search existed) or
- * not in the history. Children come in id order (1.10 after 1.9). A pruned candidate and all its
- * descendants are greyed. kforge_nb/ui/fallback.py draws the same tree for GitHub and nbviewer.
+ * The tree's shape (roots, order, depth, greyed, lineage labels) comes with the record
+ * (`tree`, made by kforge_nb/ui/fallback.py tree_layout, which also draws it for GitHub and
+ * nbviewer): this module only draws it. A record saved before `tree` lists its candidates flat.
  *
  * Hooks: [data-role=tree] > ul.kforge-tree > li[data-role=tree-node][data-id][data-state]
  * [data-pinned][data-pruned][data-greyed][data-finished][data-best], its row
  * .kforge-tree-row, button[data-steer=pin|unpin|prune|unprune][data-id].
  */
 import { Child, badge, el, muted } from './dom';
-import { Candidate, RunRecord, Steer, decided, intervalText, num, ownMs, ownTimeText, shownSpeedup, speedupText, versusTag, versusText } from './record';
+import { Candidate, RunRecord, Steer, TreeRow, decided, intervalText, num, ownMs, ownTimeText, shownSpeedup, speedupText, versusTag, versusText } from './record';
 
 export interface TreeNode {
   candidate: Candidate;
   depth: number;
   /** Pruned, or under a pruned candidate: the search never expands it again. */
   greyed: boolean;
+  lineage: string | null;
   children: TreeNode[];
 }
 
 const MAX_INDENT = 16; // deeper levels are not indented further (a long greedy chain stays narrow)
 
-/** "iteration.sample" in numeric order; other ids after, by text. */
-export function compareIds(a: string, b: string): number {
-  const key = (id: string): [number, number, number, string] => {
-    const m = /^(\d+)\.(\d+)$/.exec(id);
-    return m ? [0, Number(m[1]), Number(m[2]), ''] : [1, 0, 0, id];
-  };
-  const [x, y] = [key(a), key(b)];
-  for (let k = 0; k < 3; k++) {
-    if (x[k] !== y[k]) {
-      return (x[k] as number) - (y[k] as number);
-    }
-  }
-  return x[3] < y[3] ? -1 : x[3] > y[3] ? 1 : 0;
-}
-
-/** The history as a forest (see the module's comment). */
-export function candidateTree(history: Candidate[], pruned: Iterable<string> = []): TreeNode[] {
-  const ids = new Set(history.map(a => a.id));
-  const children = new Map<string, Candidate[]>();
-  const roots: Candidate[] = [];
-  for (const a of history) {
-    const parent = a.parent;
-    if (parent && parent !== a.id && ids.has(parent)) {
-      children.set(parent, [...(children.get(parent) || []), a]);
-    } else {
-      roots.push(a);
-    }
-  }
-  const cut = new Set(pruned);
-  const byId = (x: Candidate, y: Candidate) => compareIds(x.id, y.id);
-  const seen = new Set<string>();
+/** The record's tree rows (depth first) as nested nodes. A hand-edited record is drawn as it
+ * can be: a row naming no candidate of the history, or one already drawn, is left out, and a
+ * row deeper than the one before it by more than one is read as its child. */
+export function candidateTree(r: RunRecord): TreeNode[] {
+  const byId = new Map(r.history.map(a => [a.id, a]));
+  const rows: TreeRow[] = r.tree || r.history.map(a => ({ id: a.id, depth: 0, greyed: false }));
   const forest: TreeNode[] = [];
-  // a cycle (a hand-edited run folder) reaches no root: its candidates are shown as roots
-  for (const start of [...roots.sort(byId), ...[...history].sort(byId)]) {
-    if (seen.has(start.id)) {
+  const open: TreeNode[] = []; // the path from a root to the row before
+  for (const row of rows) {
+    const candidate = byId.get(row.id);
+    if (!candidate) {
       continue;
     }
-    seen.add(start.id);
-    const top: TreeNode = { candidate: start, depth: 0, greyed: cut.has(start.id), children: [] };
-    forest.push(top);
-    const stack = [top];
-    while (stack.length) {
-      const node = stack.pop() as TreeNode;
-      for (const child of (children.get(node.candidate.id) || []).sort(byId)) {
-        if (seen.has(child.id)) {
-          continue;
-        }
-        seen.add(child.id);
-        const next = { candidate: child, depth: node.depth + 1, greyed: node.greyed || cut.has(child.id), children: [] };
-        node.children.push(next);
-        stack.push(next);
-      }
+    byId.delete(row.id); // drawn once
+    while (open.length && open[open.length - 1].depth >= row.depth) {
+      open.pop();
     }
+    const node = { candidate, depth: open.length, greyed: !!row.greyed, lineage: row.lineage || null, children: [] };
+    (open.length ? open[open.length - 1].children : forest).push(node);
+    open.push(node);
   }
   return forest;
-}
-
-/** 0 -> A, 25 -> Z, 26 -> AA, ... */
-export function letters(k: number): string {
-  let out = '';
-  for (let n = k + 1; n > 0; n = Math.floor((n - 1) / 26)) {
-    out = String.fromCharCode(65 + ((n - 1) % 26)) + out;
-  }
-  return out;
-}
-
-/** A short label per lineage: A, B, ... in the order of the ids that start them. */
-export function lineageLabels(history: Candidate[]): Map<string, string> {
-  const lineages = [...new Set(history.map(a => a.lineage).filter((l): l is string => !!l))].sort(compareIds);
-  return new Map(lineages.map((lineage, k) => [lineage, letters(k)]));
 }
 
 /** "Candidates tree · beam, width 2 · pinned 1.0 · pruned 0.1" */
@@ -129,7 +82,6 @@ export function treeView(r: RunRecord, options: TreeOptions): Child[] {
   const pinned = new Set(s?.pinned || []);
   const pruned = new Set(s?.pruned || []);
   const finished = new Set(s?.finished || []);
-  const labels = lineageLabels(r.history);
   const ids = new Set(r.history.map(a => a.id));
 
   const tag = (name: string, text: string, title: string): HTMLElement =>
@@ -139,7 +91,7 @@ export function treeView(r: RunRecord, options: TreeOptions): Child[] {
     const a = node.candidate;
     const t = a.result.timing || {};
     const correct = a.result.state === 'correct';
-    const lineage = a.lineage ? labels.get(a.lineage) : undefined;
+    const lineage = node.lineage;
     const v = t.versus;
     const tieSaid = !!a.tie_with && decided(v) && v.id === a.tie_with; // the tie tag says it
     const versus = correct && !a.same_as && v && !tieSaid ? tag('versus', versusTag(v), versusText(v)) : null;
@@ -248,6 +200,6 @@ export function treeView(r: RunRecord, options: TreeOptions): Child[] {
           'pin: expand it every round · prune: never expand it or its descendants again'
         )
       : null,
-    el('ul', { class: 'kforge-tree', role: 'tree' }, ...candidateTree(r.history, pruned).map(item))
+    el('ul', { class: 'kforge-tree', role: 'tree' }, ...candidateTree(r).map(item))
   ];
 }

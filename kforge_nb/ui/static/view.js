@@ -35646,68 +35646,25 @@ function changedPart(text, paired) {
 
 // src/tree.ts
 var MAX_INDENT = 16;
-function compareIds(a, b) {
-  const key = (id) => {
-    const m = /^(\d+)\.(\d+)$/.exec(id);
-    return m ? [0, Number(m[1]), Number(m[2]), ""] : [1, 0, 0, id];
-  };
-  const [x, y] = [key(a), key(b)];
-  for (let k = 0; k < 3; k++) {
-    if (x[k] !== y[k]) {
-      return x[k] - y[k];
-    }
-  }
-  return x[3] < y[3] ? -1 : x[3] > y[3] ? 1 : 0;
-}
-function candidateTree(history, pruned = []) {
-  const ids = new Set(history.map((a) => a.id));
-  const children = /* @__PURE__ */ new Map();
-  const roots = [];
-  for (const a of history) {
-    const parent = a.parent;
-    if (parent && parent !== a.id && ids.has(parent)) {
-      children.set(parent, [...children.get(parent) || [], a]);
-    } else {
-      roots.push(a);
-    }
-  }
-  const cut = new Set(pruned);
-  const byId = (x, y) => compareIds(x.id, y.id);
-  const seen = /* @__PURE__ */ new Set();
+function candidateTree(r) {
+  const byId = new Map(r.history.map((a) => [a.id, a]));
+  const rows = r.tree || r.history.map((a) => ({ id: a.id, depth: 0, greyed: false }));
   const forest = [];
-  for (const start of [...roots.sort(byId), ...[...history].sort(byId)]) {
-    if (seen.has(start.id)) {
+  const open = [];
+  for (const row of rows) {
+    const candidate = byId.get(row.id);
+    if (!candidate) {
       continue;
     }
-    seen.add(start.id);
-    const top = { candidate: start, depth: 0, greyed: cut.has(start.id), children: [] };
-    forest.push(top);
-    const stack = [top];
-    while (stack.length) {
-      const node = stack.pop();
-      for (const child of (children.get(node.candidate.id) || []).sort(byId)) {
-        if (seen.has(child.id)) {
-          continue;
-        }
-        seen.add(child.id);
-        const next = { candidate: child, depth: node.depth + 1, greyed: node.greyed || cut.has(child.id), children: [] };
-        node.children.push(next);
-        stack.push(next);
-      }
+    byId.delete(row.id);
+    while (open.length && open[open.length - 1].depth >= row.depth) {
+      open.pop();
     }
+    const node = { candidate, depth: open.length, greyed: !!row.greyed, lineage: row.lineage || null, children: [] };
+    (open.length ? open[open.length - 1].children : forest).push(node);
+    open.push(node);
   }
   return forest;
-}
-function letters(k) {
-  let out = "";
-  for (let n = k + 1; n > 0; n = Math.floor((n - 1) / 26)) {
-    out = String.fromCharCode(65 + (n - 1) % 26) + out;
-  }
-  return out;
-}
-function lineageLabels(history) {
-  const lineages = [...new Set(history.map((a) => a.lineage).filter((l) => !!l))].sort(compareIds);
-  return new Map(lineages.map((lineage, k) => [lineage, letters(k)]));
 }
 function treeTitle(r) {
   const s = r.search;
@@ -35728,14 +35685,13 @@ function treeView(r, options) {
   const pinned = new Set(s?.pinned || []);
   const pruned = new Set(s?.pruned || []);
   const finished = new Set(s?.finished || []);
-  const labels = lineageLabels(r.history);
   const ids = new Set(r.history.map((a) => a.id));
   const tag = (name, text, title) => el("span", { class: "kforge-tag", "data-tag": name, title }, text);
   const row = (node) => {
     const a = node.candidate;
     const t = a.result.timing || {};
     const correct = a.result.state === "correct";
-    const lineage = a.lineage ? labels.get(a.lineage) : void 0;
+    const lineage = node.lineage;
     const v = t.versus;
     const tieSaid = !!a.tie_with && decided(v) && v.id === a.tie_with;
     const versus = correct && !a.same_as && v && !tieSaid ? tag("versus", versusTag(v), versusText(v)) : null;
@@ -35827,7 +35783,7 @@ function treeView(r, options) {
       { class: "kforge-muted kforge-tree-hint" },
       "pin: expand it every round \xB7 prune: never expand it or its descendants again"
     ) : null,
-    el("ul", { class: "kforge-tree", role: "tree" }, ...candidateTree(r.history, pruned).map(item))
+    el("ul", { class: "kforge-tree", role: "tree" }, ...candidateTree(r).map(item))
   ];
 }
 
@@ -35932,17 +35888,9 @@ var RunView = class {
     );
     parent.appendChild(this.root);
   }
-  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
-   * this page (live.ts); never a report opened from disk. */
+  /** Whether a kernel is behind this view: the widget's, never the report's. */
   get live() {
     return this.host.send !== void 0;
-  }
-  /** The run's kernel turned up (its widget model, after a page reload): buttons and editor
-   * on, "saved run" gone. */
-  connect(send) {
-    this.host.send = send;
-    this.drawn.clear();
-    this.render();
   }
   /** "Evaluate my edit": the candidate it becomes is shown in the tabs once it arrives. */
   evaluate() {
@@ -36494,77 +36442,9 @@ function profiledVersusTimed(lane, kernelUs, timedMs, rounds) {
   return `${lane}: ${kernels}; timed median ${num(timedMs)} ms${rounds ? ` over ${rounds} rounds` : ""}${relation}`;
 }
 
-// src/live.ts
-var KEY = "__kforge_live_runs_v2__";
-function registry() {
-  const g = globalThis;
-  const found = g[KEY] || { models: /* @__PURE__ */ new Map(), waiting: /* @__PURE__ */ new Map() };
-  g[KEY] = found;
-  return found;
-}
-function remember(model) {
-  const record = model.get("record");
-  if (record && record.run_id) {
-    const { models, waiting } = registry();
-    models.set(record.run_id, model);
-    for (const connect of waiting.get(record.run_id) || []) {
-      connect(model);
-    }
-    waiting.delete(record.run_id);
-  }
-}
-function reportView(parent, record) {
-  const { models, waiting } = registry();
-  const view = new RunView(parent, { renderer: "mime" });
-  let model;
-  let shown = record;
-  const draw = () => {
-    const newer = model ? model.get("record") : void 0;
-    const current = newer && newer.state === "finished" ? newer : shown;
-    view.update(current, model ? model.get("message") || "" : "");
-  };
-  const connect = (live) => {
-    model = live;
-    view.connect((action) => live.send(action));
-    live.on("change:record", draw);
-    live.on("change:message", draw);
-    draw();
-  };
-  const known = record.run_id ? models.get(record.run_id) : void 0;
-  if (known) {
-    connect(known);
-  } else {
-    draw();
-    if (record.run_id) {
-      const list = waiting.get(record.run_id) || /* @__PURE__ */ new Set();
-      list.add(connect);
-      waiting.set(record.run_id, list);
-    }
-  }
-  return {
-    view,
-    update(next) {
-      shown = next;
-      draw();
-    },
-    dispose() {
-      waiting.get(record.run_id)?.delete(connect);
-      model?.off("change:record", draw);
-      model?.off("change:message", draw);
-      view.root.remove();
-    }
-  };
-}
-
 // src/widget.ts
 var widget_default = {
-  /** The model is made: remembered by run id even where no view of it is drawn (a page
-   * reloaded while its kernel lives), so the run's report turns live (live.ts). */
-  initialize({ model }) {
-    remember(model);
-  },
   render({ model, el: el2 }) {
-    remember(model);
     const view = new RunView(el2, { renderer: "widget", send: (action) => model.send(action) });
     const draw = () => view.update(model.get("record"), model.get("message") || "");
     draw();
@@ -36579,8 +36459,7 @@ var widget_default = {
 };
 export {
   RunView,
-  widget_default as default,
-  reportView
+  widget_default as default
 };
 /*! Bundled license information:
 
