@@ -230,11 +230,37 @@ class ModelSession:
             raise ModelError(f"part {part}: {session.finish_reason}")
 
     def _recompose_and_judge(self) -> None:
+        """The recomposition with the kernels the parts earned, judged end to end; where none
+        earned one, or that judging is not correct, the model as written is judged too (a
+        recomposition that keeps every part's own code), so the end-to-end figure is always
+        reported, with its interval, and a failure says what it fell back to."""
+        kernels, allow = self._recompose(self.folder / "model_new.py", with_kernels=True)
+        self._emit("recomposed", path=str(self.recomposed), kernels=kernels)
+        tried = None
+        if kernels:
+            result = self._judge(self.recomposed, allow, "end_to_end")
+            if result.state == CORRECT:
+                self.end_to_end = end_to_end_row(result, self.recomposed, kernels, allow)
+                self._emit("end_to_end", **self.end_to_end)
+                return
+            tried = {"state": result.state, "kernels": kernels,
+                     "message": result.message.splitlines()[0] if result.message else "",
+                     "path": str(self.recomposed), "artifacts": result.artifacts}
+        as_written = self.folder / "model_as_written.py"
+        self._recompose(as_written, with_kernels=False)
+        result = self._judge(as_written, ["*"], "as_written")
+        self.end_to_end = {**end_to_end_row(result, as_written, [], ["*"]), "as_written": True,
+                           "why_as_written": as_written_reason(tried), "with_kernels": tried}
+        self._emit("end_to_end", **self.end_to_end)
+
+    def _recompose(self, path: Path, with_kernels: bool) -> tuple[list[int], list[str]]:
+        """Write a recomposition to `path` (with the kernels of the parts that earned one, or
+        every part as written): the parts with a kernel, and the torch ops it must be allowed."""
         codes, allow = [], set()
         for info in self.decomposition["parts"]:
             row, session = self.rows[info["id"]], self.sessions.get(info["id"])
             best = session.best if session is not None and row.get("used") else None
-            if best is not None:
+            if best is not None and with_kernels:
                 codes.append(PartCode(info["id"], best.code, True,
                                       f"{session.folder}/best_candidate.py"))
                 allow.update(best.generation.kept_ops if best.generation else [])
@@ -242,24 +268,20 @@ class ModelSession:
                 codes.append(PartCode(info["id"], Path(info["file"]).read_text(), False,
                                       info["file"]))
                 allow.update(info["torch_functions"])
-        kernels = [c.part for c in codes if c.kernel]
-        self.recomposed = self.folder / "model_new.py"
-        self.recomposed.write_text(recompose(self.problem.source, self.problem.name,
-                                             self.decomposition, codes))
-        self._emit("recomposed", path=str(self.recomposed), kernels=kernels)
-        if not kernels:
-            self.end_to_end = {"state": None, "path": str(self.recomposed), "kernels": [],
-                               "message": "no part has a kernel that is correct and faster "
-                               "than its own eager code: the recomposed model is the model"}
-            self._emit("end_to_end", **self.end_to_end)
-            return
+        path.write_text(recompose(self.problem.source, self.problem.name, self.decomposition,
+                                  codes))
+        if with_kernels:
+            self.recomposed = path
+        return [c.part for c in codes if c.kernel], sorted(allow)
+
+    def _judge(self, path: Path, allow: list[str], name: str) -> Result:
+        """The evaluator's verdict on a recomposition, with these torch ops allowed (the parts'
+        own; '*' for the model as written: a baseline with no kernel of its own to show)."""
         rails = dataclasses.replace(self.options.guardrails,
-                                    allow=[*self.options.guardrails.allow, *sorted(allow)])
+                                    allow=[*self.options.guardrails.allow, *allow])
         options = dataclasses.replace(self.options, guardrails=rails, out_dir=self.folder)
-        result = self.executor.evaluate(self.problem, self.recomposed.read_text(), self.target,
-                                        options, self.folder / "end_to_end")
-        self.end_to_end = end_to_end_row(result, self.recomposed, kernels, sorted(allow))
-        self._emit("end_to_end", **self.end_to_end)
+        return self.executor.evaluate(self.problem, path.read_text(), self.target, options,
+                                      self.folder / name)
 
     # --- events and the saved state -----------------------------------------------------------
     def _emit(self, kind: str, **data) -> None:
@@ -309,6 +331,15 @@ def part_result(session, use: str = "faster") -> dict:
         return {**row, "used": False, "why": f"within {USE_MARGIN - 1:.0%} of its eager code "
                 "(timing noise): kept as written"}
     return {**row, "used": True, "why": "correct and faster than its eager code"}
+
+
+def as_written_reason(tried: dict | None) -> str:
+    if tried is None:
+        return ("no part has a kernel that is correct and faster than its own eager code: "
+                "the model as written, judged end to end")
+    return (f"the recomposition with the kernels of parts "
+            f"{', '.join(map(str, tried['kernels']))} was {tried['state']} end to end "
+            f"({tried['message'][:300]}): the model as written, judged instead")
 
 
 def end_to_end_row(result: Result, path: Path, kernels: list[int], allowed: list[str]) -> dict:

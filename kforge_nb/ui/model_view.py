@@ -58,6 +58,8 @@ def end_to_end_line(e2e: dict) -> str:
     if e2e.get("state") is None:
         return f"end to end: not judged: {e2e['message']}"
     line = f"end to end: {e2e['state']}"
+    if e2e.get("as_written"):
+        line = f"end to end, the model as written ({e2e['why_as_written']}): {e2e['state']}"
     if e2e["state"] == "correct" and e2e.get("candidate_ms"):
         if e2e.get("timing_real"):
             line += (f", {e2e['candidate_ms']:.4g} ms vs eager {e2e['eager_ms']:.4g} ms "
