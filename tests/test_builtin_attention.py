@@ -26,6 +26,7 @@ ATTENTION = problem(
     signature="q, k, v, w, x, y, z")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 def test_attention_is_one_online_softmax_kernel_and_correct(target, tmp_path):
     ref, generation = generate(ATTENTION, target)

@@ -60,6 +60,7 @@ def masked_scalar_loads(code: str) -> list[str]:
     return re.findall(r"tl\.load\(\w+_ptr(?: \+ 0)?, mask=[^)]*\)", code)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCALAR_OPERANDS))
 def test_scalar_parameters_build_in_every_triton_variant(name, tmp_path):
     """The initial candidate and its fix are judged; every sweep variant and the GEMM actions
@@ -117,6 +118,7 @@ TRUTH_CHECK = textwrap.dedent("""
 """).format(k=LONG_K)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["triton", "cpp"])
 @pytest.mark.parametrize("form", sorted(MATVECS))
 def test_a_long_matrix_vector_product_is_within_an_ulp_of_the_truth(form, target, tmp_path):
@@ -147,6 +149,7 @@ def test_a_long_k_product_is_summed_in_panels():
     assert "for panel" not in short and "for k in range(0, tl.cdiv(K, BLOCK_K)):" in short
 
 
+@pytest.mark.slow
 def test_a_long_k_product_in_panels_is_correct(tmp_path):
     source = problem("return torch.matmul(a, b)", "[torch.rand(5, 9000), torch.rand(9000, 3)]",
                      signature="a, b")

@@ -42,6 +42,7 @@ TRANSPOSED = problem(
     signature="a, b, c")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 @pytest.mark.parametrize("source", [PLAIN, TRANSPOSED], ids=["plain", "transposed"])
 def test_every_conv_variant_gets_a_correct_kernel_of_its_own(source, target, tmp_path):

@@ -69,6 +69,7 @@ PROBLEMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_kernelbench_op_class_is_correct(name, target, tmp_path):

@@ -10,8 +10,12 @@ variance's digits there; Welford keeps them).
 """
 from __future__ import annotations
 
+import pytest
+
 from kforge_nb.result import CORRECT
 from tests.test_builtin import generate, judge, problem
+
+pytestmark = pytest.mark.slow     # a Triton kernel over rows of 33000 under the CPU interpreter
 
 MERGED = problem(
     "a = torch.softmax(x, dim=-1)\n"

@@ -24,6 +24,7 @@ SPLIT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SPLIT))
 def test_few_long_rows_are_split_and_correct(name, tmp_path):
     ref, generation = generate(SPLIT[name], "triton")
@@ -38,6 +39,7 @@ def test_a_batch_of_one_is_one_fused_group():
     assert len(groups) == 1 and len(groups[0].members) >= 10
 
 
+@pytest.mark.slow
 def test_many_rows_keep_one_program_per_row_in_the_same_candidate(tmp_path):
     ref, generation = generate(problem("return torch.softmax(x, dim=-1)",
                                        "[torch.randn(40, 300)]"), "triton")
@@ -56,6 +58,7 @@ SHORT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHORT))
 def test_short_rows_share_a_program_and_are_correct(name, tmp_path):
     """Many short rows: a program takes a [ROWS, BLOCK] tile (the last one part-empty)."""
@@ -73,6 +76,7 @@ STRIDED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(STRIDED))
 def test_strided_rows_take_neighbours_and_are_correct(name, tmp_path):
     """Reduced dims not innermost: a program takes 64 neighbouring rows (coalesced)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from kforge_nb.agents.base import GenerationRequest
 from kforge_nb.agents.builtin import BuiltinGenerator
 from kforge_nb.agents.builtin.candidate import read_header
@@ -60,6 +62,7 @@ def test_words_with_no_knob_at_all_change_nothing_and_say_so():
     assert read_header(made.code)["options"] == read_header(parent)["options"]
 
 
+@pytest.mark.slow
 def test_a_person_edit_in_review_mode_is_answered_where_they_look(tmp_path):
     """A real session in review mode: the edit's answer reaches the candidate_generated event,
     the run record the notebook view draws, and the CLI's progress line."""
@@ -154,6 +157,7 @@ def test_every_phrase_offered_is_one_the_agent_reads():
     assert all(parse_action(words)["kind"] != "none" for words in SAYABLE)
 
 
+@pytest.mark.slow
 def test_kforge_run_review_says_an_edit_that_changes_nothing_was_not_applied(tmp_path):
     """`kforge run --review` as a person uses it: a real CLI process, the edit typed on its
     standard input. The agent's line says the schedule was not applied before the verdict

@@ -249,6 +249,7 @@ for name, gib in cases:
 '''
 
 
+@pytest.mark.slow
 def test_as_an_unprivileged_user_the_caps_hold_too():
     """A user runs kforge as themself: the worker's root is then reached through a user
     namespace, and its tmpfs and shared pages must still be counted by your process."""

@@ -377,6 +377,7 @@ def unprivileged_prefix(workdir: Path) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines), "sh"]
 
 
+@pytest.mark.slow
 def test_as_an_unprivileged_user_the_same_escapes_fail(listener):
     """CI runs as root; a user runs kforge as themself. Then the sandbox builds itself in a
     user namespace, where a native mount(MS_REMOUNT|MS_BIND) would otherwise work."""
