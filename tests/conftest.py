@@ -59,11 +59,17 @@ def kforge_cli(tmp_path):
     return run
 
 
+ADVERSARIAL = REPO / "tests" / "adversarial"
+
+
 @pytest.hookimpl(tryfirst=True)     # before `-m` deselects, so `-m "not slow"` leaves them out
 def pytest_collection_modifyitems(items):
-    """The workshop notebooks' cells (collected by nbval from notebooks/, see pyproject's
-    testpaths) are `slow`: each notebook runs a real kernel top to bottom, its sessions judged
-    by the evaluator. No notebook can carry a mark of its own, so it is given here."""
+    """Two places are `slow` as a whole, so they are marked here rather than file by file:
+    - the workshop notebooks' cells (collected by nbval from notebooks/, see pyproject's
+      testpaths): each notebook runs a real kernel top to bottom, its sessions judged by the
+      evaluator, and a notebook cannot carry a mark of its own;
+    - the red team's tables in tests/adversarial/: hundreds of candidates, each judged by the
+      real evaluator, and each new round adds a file."""
     for item in items:
-        if item.path.suffix == ".ipynb":
+        if item.path.suffix == ".ipynb" or ADVERSARIAL in item.path.parents:
             item.add_marker(pytest.mark.slow)

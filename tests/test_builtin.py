@@ -114,6 +114,7 @@ def kernel_parameters(code: str) -> list[list[str]]:
             if isinstance(f, ast.FunctionDef)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_cpp_candidate_is_correct(name, tmp_path):
     ref, generation = generate(name, "cpp")
@@ -121,6 +122,7 @@ def test_cpp_candidate_is_correct(name, tmp_path):
     assert result.state == CORRECT, result.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TRITON_PROBLEMS)
 def test_triton_candidate_is_correct_under_the_interpreter(name, tmp_path):
     ref, generation = generate(name, "triton")
@@ -201,6 +203,7 @@ ACROSS_ROWS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ACROSS_ROWS))
 def test_rows_walked_as_lanes_stay_correct(name, tmp_path):
     source = ACROSS_ROWS[name]
@@ -263,6 +266,7 @@ def test_analyst_tolerates_an_empty_summary_and_a_result_without_timing():
     assert "action: {" in recommendation.text
 
 
+@pytest.mark.slow
 def test_analyst_never_repeats_and_generator_applies_each_recommendation(tmp_path):
     ref, generation = generate("softmax", "cpp")
     code, history = generation.code, []
@@ -289,6 +293,7 @@ def test_triton_autotune_action_is_applied_and_stays_correct(tmp_path):
     assert judge(ref, tuned, "triton", tmp_path).state == CORRECT
 
 
+@pytest.mark.slow
 def test_triton_row_knobs_reach_the_launch_and_the_sweep_walks_only_what_runs(tmp_path):
     """Short softmax rows sit in registers: the block size and the flat programs' warps do not
     touch what runs, so a round's variants walk the row programs' warps and tile instead, and
@@ -351,6 +356,7 @@ def test_a_tensor_used_twice_is_one_launcher_argument_and_two_kernel_parameters(
     assert judge(ref, own, "triton", tmp_path).state == CORRECT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", GEMM_PROBLEMS)
 def test_strict_triton_keeps_the_vendor_product_and_fuses_what_follows(name, tmp_path):
     ref, generation = generate(name, "triton")
@@ -363,6 +369,7 @@ def test_strict_triton_keeps_the_vendor_product_and_fuses_what_follows(name, tmp
     assert judge(ref, generation, "triton", tmp_path).state == CORRECT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["linear_gelu", "gemm_scale_residual", "matmul_only"])
 def test_bf16_policy_gets_the_tensor_core_gemm_with_its_epilogue(name, tmp_path):
     ref, generation = generate(name, "triton", precision="bf16")

@@ -1,6 +1,6 @@
 """The two tiers are real (tests/README.md): `pytest -m "not slow"` leaves out what takes
-minutes (the notebooks, the browser, the workshop venv, the GPU tests) while the full run still
-holds all of it, and the map in tests/README.md names every test file.
+minutes (the notebooks, the browser, the workshop venv, the red team's tables, the GPU tests)
+while the full run still holds all of it, and the map in tests/README.md names every test file.
 
 What `-m "not slow"` selects is read from pytest's own collection, in a subprocess of the real
 command, with this module loaded as a plugin (`-p tests.test_tiers`) that writes down what was
@@ -23,6 +23,7 @@ REPORT = "KFORGE_TIERS_REPORT"       # where the plugin below writes, set only b
 # What takes minutes, by the place it lives: each must be in the full run and none in the fast tier.
 SLOW_PLACES = {"the workshop notebooks (nbval)": "notebooks/",
                "the browser tests": "tests/browser/",
+               "the red team's tables": "tests/adversarial/",
                "the fresh workshop venv": "tests/test_workshop_venv.py"}
 
 
