@@ -306,6 +306,8 @@ def history_table(session) -> str:
                      if t.speedup_vs_compile else "-", ", ".join(note)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if busy:        # what the note column's "busy" means, said once, right under the rows
+        lines.append("⚠ " + busy_text(busy[-1].result.timing.busy_note, [a.id for a in busy]))
     if session.best:
         lines.append(f"★ best: candidate {session.best.id}")
     if any(a.result.timing.versus for a in session.history):
@@ -315,9 +317,6 @@ def history_table(session) -> str:
     if any(a.result.timing.speedup_vs_eager_ci for a in session.history):
         lines.append("speedups: median of paired ratios ± half its 95 % interval (busy: the "
                      "interval written out); shown, never compared across judgings")
-    if busy:
-        lines.append("BUSY: " + busy_text(busy[-1].result.timing.busy_note,
-                                          [a.id for a in busy]))
     s = session.summary()
     lines.append(f"tokens: {s['input_tokens']} in, {s['output_tokens']} out; estimated cost "
                  f"${s['cost_usd']:.4f}" + (f" (+{s['unpriced_calls']} calls to unpriced models)"

@@ -24,7 +24,8 @@ block medians' and the low calls' and is wide and lopsided, so a ± would missta
                                 named=True says with whom ("1.21x faster than 0.0 side by side")
     versus_tag(versus)          its few words for a chip or a table cell ("faster than 0.0 side
                                 by side")
-    own_ms(timing)              the time a view leads with; own_time_text(timing) says which
+    own_ms(timing)              the time a view leads with; own_time_text(timing) says which,
+                                own_time_cell(timing) in a table cell ("0.45 ms own (busy)")
     shown_speedup(timing)       timing_speedup, with the interval itself on a busy CPU
 
 Views read timings as dicts (the run record) or as `Timing` objects: `field(t, name)` reads both.
@@ -207,6 +208,18 @@ def own_time_text(timing) -> str:
         return (f"{low:.4g} ms, its own time (its blocks' low calls: the load mostly left out; "
                 f"their medians {ms:.4g} ms)")
     return f"{ms:.4g} ms"
+
+
+def own_time_cell(timing) -> str:
+    """The time a view leads with, for a table cell, as the view's Performance table writes
+    it: "0.45 ms own (busy)" (its blocks' low calls), "0.8 ms (busy)" where the timing has no
+    low calls, "0.625 ms"; "-" without a time."""
+    ms = own_ms(timing)
+    if ms is None:
+        return "-"
+    if not field(timing, "busy"):
+        return f"{ms:.4g} ms"
+    return f"{ms:.4g} ms " + ("own (busy)" if field(timing, "candidate_low_ms") else "(busy)")
 
 
 def decided(versus) -> bool:

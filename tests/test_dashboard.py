@@ -230,13 +230,17 @@ def test_history_and_best_print_one_short_line_per_attempt(api, kforge):
     session = kforge("--iterations 3")
     lines = repr(session.history).splitlines()
     assert lines[0] == "<History: 3 candidates>" and len(lines) == 4
-    assert all(len(line) <= 120 for line in lines), lines
+    # short: id, kind, verdict, then as the view's chip says it (own time on a busy CPU, the
+    # head-to-head's few words, the speedup vs eager with its interval)
+    assert all(len(line) <= 130 for line in lines), lines
     assert lines[1].split()[:3] == ["0.0", "initial", "compile_failure"]
     assert lines[2].split()[:3] == ["1.0", "fix", "correct"] and " ms " in lines[2]
     best = repr(session.best)
     assert "\n" not in best and len(best) < 120
-    # the speedup with its 95 % interval where the evaluator gave one: "0.11x ±3% vs eager"
-    assert re.search(r"\d\.\d\dx( ±[\d.]+%)?( \(noisy\))? vs eager", best), best
+    # the speedup with its 95 % interval where the evaluator gave one: "0.11x ±3% vs eager",
+    # on a busy CPU written out as the view writes it, "0.19x (0.177-0.214x) vs eager"
+    assert re.search(r"\d\.\d\dx( ±[\d.]+%| \([\d.]+-[\d.]+x\))?( \(noisy\))? vs eager",
+                     best), best
     assert "ModelNew" not in repr(session.history) + best
     html = session.history._repr_html_()
     assert html.count("<tr>") == 4 and "ModelNew" not in html

@@ -77,7 +77,7 @@ def test_the_cli_table_and_the_progress_lines(run):
     lines = {line.split()[1]: line for line in out.splitlines()[1:6]}
     assert lines["1"].endswith("-") is False and "tie with 0.1" in lines["2"]
     assert "busy" in lines["2"] and "same as 0.3" in lines["4"] and "best" in lines["3"]
-    assert "BUSY: the machine was busy while timing (candidate 0.2)" in out
+    assert "⚠ the machine was busy while timing (candidate 0.2)" in out
     stream = io.StringIO()
     progress = Progress(stream)
     for event in run.events:

@@ -13,6 +13,7 @@ import io
 import threading
 from dataclasses import dataclass
 
+from ..intervals import own_ms
 from ..result import Result
 
 SIZE, DPI = (10.0, 3.75), 80          # 800 x 300 pixels
@@ -121,7 +122,9 @@ def roofline_png(result: Result) -> bytes | None:
     r, t = result.roofline, result.timing
     if not (r.min_bytes and r.peak_bandwidth and t.candidate_ms):
         return None
-    points = [(label, ms, c) for label, ms, c in (("candidate", t.candidate_ms, PALETTE[0]),
+    # the candidate at the time its roofline fraction was computed at (intervals.own_ms)
+    mine = "candidate (own time)" if own_ms(t) != t.candidate_ms else "candidate"
+    points = [(label, ms, c) for label, ms, c in ((mine, own_ms(t), PALETTE[0]),
                                                   ("eager", t.eager_ms, PALETTE[1])) if ms]
 
     def draw(fig):

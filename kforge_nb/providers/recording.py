@@ -44,18 +44,40 @@ STANDING_TEXT = re.compile(r"; the best now| Earlier changes to it were not kept
                            r"|\n[^\n]* refused by an estimate or a timeout, not by its output: "
                            r"[^\n]*|\nProfile note: [^\n]*", re.S)
 
+# What the machine's measured ceilings decide: whether a candidate is memory- or compute-bound
+# (devices.roofline: the larger of its bytes over the probed bandwidth and its FLOPs over the
+# compute peak). A problem near the ridge point is one on a teacher's machine and the other on
+# a student's, or on the same machine once the probe reads higher, so a replay compares prompts
+# without the word: the recorded answer stands, and the views keep this machine's word. The
+# knowledge notes ranked by it (knowledge/ranking.py choose) say so in their reasons ("fusion
+# (bottleneck: memory)", "cpu_vectorisation (general cpp advice)"): those reasons go too (the
+# digest sorts lines, so the notes' order does not count).
+BOUND_WORD = re.compile(r"\b(?:memory|compute|unknown)-bound\b")
+NOTE_PICK = re.compile(r"^(- [a-z0-9_]+) \((.*)\)$", re.M)
+BOUND_REASONS = ("bottleneck: ", "general ")
+
+
+def without_bound(text: str) -> str:
+    """`text` with the bound word as `~-bound` and the notes' reasons without the bottleneck
+    (a note's ops and this machine's conditions stay)."""
+    def kept_reasons(pick: re.Match) -> str:
+        reasons = [r for r in pick.group(2).split("; ") if not r.startswith(BOUND_REASONS)]
+        return f"{pick.group(1)} ({'; '.join(reasons)})"
+    return NOTE_PICK.sub(kept_reasons, BOUND_WORD.sub("~-bound", text))
+
 
 def without_standing(text: str) -> str:
     """`text` with the words a measurement decided replaced by `~` and the sentences it decided
     left out."""
-    return STANDING_WORDS.sub("~", STANDING_TEXT.sub("", text))
+    return without_bound(STANDING_WORDS.sub("~", STANDING_TEXT.sub("", text)))
 
 
 def normalised(text: str) -> str:
     """Prompts quote measurements that differ run to run: decimals, and whole numbers with a
     unit (0.98x one run, 1x the next; 123 ms), and the machine's name and its description (the
     prompts' machine section, machine.SECTION), and what a measurement decides (which candidate
-    was kept: without_standing). Sizes in the problem's source still count."""
+    was kept, whether it is memory- or compute-bound: without_standing). Sizes in the
+    problem's source still count."""
     text = without_standing(MACHINE_SECTION.sub("<machine>", text))
     return MEASUREMENT.sub("#", DEVICE.sub("<device>", text))
 

@@ -8,7 +8,7 @@ import tokenize
 from dataclasses import dataclass
 
 from ..agents.base import Generation, Recommendation, Usage
-from ..intervals import timing_speedup
+from ..intervals import own_time_cell, shown_speedup, versus_tag
 from ..result import CORRECT, Result
 from .decisions import Decision
 
@@ -85,16 +85,31 @@ class Attempt:
                 if self.applied else None, "same_as": self.same_as}
 
     def cells(self) -> list[str]:
-        """id, kind, state, time and speedup (or the message's start, for a failure)."""
+        """id, kind, state, time, figures (or the message's start, for a failure), led as the
+        notebook view leads (labextension/src/view.ts, chips and Performance table): the
+        time the verdict leads with (on a busy CPU its own time), then the head-to-head with
+        the best of its time, then the speedup vs eager with its interval (written out on a
+        busy CPU: intervals.shown_speedup)."""
         t = self.result.timing
-        same = f" (same as {self.same_as})" if self.same_as else ""
+        same = f"same as {self.same_as}" if self.same_as else ""
         if self.result.state == CORRECT and t.candidate_ms is not None:
-            speed = f"{timing_speedup(t)} vs eager" if t.speedup_vs_eager else \
-                (t.note or "no speedup")
-            return [self.id, self.kind, self.result.state, f"{t.candidate_ms:.4g} ms",
-                    speed + same]
+            return [self.id, self.kind, self.result.state, own_time_cell(t),
+                    " · ".join(part for part in (*self.figures(), same) if part)]
         first = (self.result.message.splitlines() or [""])[0]
-        return [self.id, self.kind, self.result.state, "-", first[:60] + same]
+        return [self.id, self.kind, self.result.state, "-",
+                first[:60] + (f" ({same})" if same else "")]
+
+    def figures(self) -> list[str]:
+        """A correct candidate's figures after its time: its head-to-head (none for a repeat,
+        which was not judged again), then its speedup vs eager; a timing that is no
+        performance figure says why instead."""
+        t = self.result.timing
+        if not t.real or not t.speedup_vs_eager:
+            return [t.note or "no speedup"]
+        # its few words, as the view's chip says it ("faster than 0.0 side by side"); the
+        # ratio and its interval are in the verdict's lines (the HTML cell's title)
+        versus = versus_tag(t.versus) if not self.same_as else ""
+        return [versus, f"{shown_speedup(t, compact=True)} vs eager"]
 
     def __repr__(self) -> str:
         return "<Attempt " + "  ".join(self.cells()) + ">"
@@ -119,10 +134,19 @@ class History(list):
 
 
 def _table(attempts) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("id", "kind", "state", "time", "speedup / message"))
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in a.cells()) + "</tr>"
+    """The attempts' cells as an HTML table; a correct candidate's figures carry its verdict's
+    lines (Result.timing_lines: each time, interval and head-to-head in words) as their title."""
+    head = "".join(f"<th>{h}</th>" for h in ("id", "kind", "state", "time",
+                                              "side by side · vs eager / message"))
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in a.cells()[:4])
+                   + _cell(a.cells()[4], "\n".join(a.result.timing_lines())) + "</tr>"
                    for a in attempts)
     return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _cell(text: str, title: str) -> str:
+    tip = f' title="{html.escape(title)}"' if title else ""
+    return f"<td{tip}>{html.escape(text)}</td>"
 
 
 # C and C++ comments inside a kernel's source string (a URL's "://" is not one)

@@ -15,6 +15,7 @@ import base64
 import html
 import io
 import json
+import os
 from functools import lru_cache
 
 from ..agents.history import reason
@@ -115,9 +116,8 @@ def to_text(record: dict) -> str:
 
 def to_html(record: dict) -> str:
     s, best = record["summary"], record.get("best")
-    # .kforge-report: the live widget's style hides this beside it (labextension/style/view.css)
-    parts = [f'<div class="kforge-report" style="{FONT};max-width:100%;border:1px solid #ccc;'
-             f'border-radius:4px;padding:8px">',
+    parts = [f'<div style="{FONT};max-width:100%;border:1px solid #ccc;border-radius:4px;'
+             f'padding:8px">',
              f'<div style="font-size:14px"><b>kforge</b> · {esc(headline(record)[8:])}</div>',
              f'<div>{esc(best_line(record))}</div>']
     if busy_line(record):
@@ -137,9 +137,9 @@ def to_html(record: dict) -> str:
     points = speedup_points(record)
     chart = speedup_png(points)
     if chart:
-        parts.append(f'<div><img alt="speedup per correct candidate" '
-                     f'src="data:image/png;base64,{chart}" style="max-width:100%"></div>'
-                     + plotly_script(speedup_figure(points)))
+        parts.append(plotly_library() + '<div><img alt="speedup per correct candidate" '
+                     f'src="data:image/png;base64,{chart}" style="max-width:100%">'
+                     + chart_caption() + '</div>' + plotly_script(speedup_figure(points)))
     if best:
         parts.append(f'<details><summary>best kernel: candidate {esc(best["id"])}</summary>'
                      f'<pre style="font-size:12px;overflow-x:auto">{esc(best["code"])}</pre>'
@@ -277,15 +277,6 @@ def lineage_labels(record: dict) -> dict[str, str]:
     lineages = sorted({a["lineage"] for a in record.get("history") or [] if a.get("lineage")},
                       key=id_key)
     return {lineage: letters(k) for k, lineage in enumerate(lineages)}
-
-
-def tree_layout(record: dict) -> list[dict]:
-    """The tree as every view draws it, in the record (run_record's "tree"): one row per
-    candidate, depth first, with its depth, whether it is greyed and its lineage's label.
-    view.ts draws these rows as they are: the tree's shape is worked out here only."""
-    labels = lineage_labels(record)
-    return [{"id": a["id"], "depth": depth, "greyed": greyed,
-             "lineage": labels.get(a.get("lineage"))} for depth, a, greyed in tree_rows(record)]
 
 
 def letters(k: int) -> str:
@@ -426,13 +417,58 @@ def speedup_figure(points: tuple) -> dict:
 
 # Where a viewer runs the HTML's scripts (VS Code, nbviewer, an exported page, a trusted
 # notebook without kforge's extension), plotly draws the chart in the PNG's place: the page's
-# own plotly.js, else the one plotly's Python package names (its CDN); where no script runs, or
-# none loads (offline), the PNG stays.
+# own plotly.js, else the copy embedded in the report (KFORGE_PLOTLY_JS=inline), else the one
+# plotly's Python package names on its CDN; where no script runs, or none loads (offline, with
+# the CDN), the PNG stays.
 PLOTLY_DRAW = """<script>(function(){var box=document.currentScript.previousElementSibling;
 var figure=%s;function draw(){box.innerHTML='';window.Plotly.newPlot(box,figure.data,
 figure.layout,{responsive:true,displaylogo:false});}if(window.Plotly){draw();return;}
 var s=document.createElement('script');s.src=%s;s.onload=draw;document.head.appendChild(s);
 })();</script>"""
+# Where plotly.js comes from: "cdn" (the default: a few KB a report, the chart needs the
+# network) or "inline" (the plotly.js plotly's Python package ships, embedded once in each
+# report: the chart draws offline, at ~4.8 MB a report, and a notebook keeps every report it
+# shows, so it is asked for, never the default)
+PLOTLY_JS = "KFORGE_PLOTLY_JS"
+
+
+def plotly_inline() -> bool:
+    return os.environ.get(PLOTLY_JS, "").strip().lower() == "inline"
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str | None:
+    """plotly.js as plotly's Python package ships it; None without plotly, or where it could
+    not sit inside a <script> ("</script" in it would end the element early)."""
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        return None
+    source = get_plotlyjs()
+    return None if "</script" in source.lower() else source
+
+
+def plotly_library() -> str:
+    """Under KFORGE_PLOTLY_JS=inline, plotly.js itself, for the chart after it (a page that
+    has plotly.js already keeps its own); "" otherwise."""
+    source = plotly_js() if plotly_inline() else None
+    return f"<script>if(!window.Plotly){{{source}\n}}</script>" if source else ""
+
+
+def chart_caption() -> str:
+    """Under the PNG (plotly draws over both): where the interactive chart comes from, and
+    what offline does to it; "" without plotly."""
+    if plotly_js() is None:
+        return ""
+    size = f"{len(plotly_js()) / 1e6:.1f} MB"
+    said = (f"plotly.js ({size}) is embedded in this report ({PLOTLY_JS}=inline): where the "
+            "page runs scripts it draws this chart with zoom and hover, offline too."
+            if plotly_inline() else
+            "Where this page runs scripts and is online, plotly.js (from its CDN) draws this "
+            "chart with zoom and hover; offline this picture stays. A run with "
+            f"{PLOTLY_JS}=inline embeds plotly.js ({size}) in each report so that it draws "
+            "offline.")
+    return f'<div style="color:#555;font-size:11px">{esc(said)}</div>'
 
 
 def plotly_script(figure: dict) -> str:
