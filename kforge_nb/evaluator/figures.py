@@ -14,8 +14,9 @@ from .. import artifacts, devices
 from ..intervals import own_ms
 from ..result import Result, Timing
 from ..runtime.native import cache_dir
-from . import stats
+from . import safe_open, stats
 
+CACHE_ENTRY_BYTES = 4096   # a cached baseline's JSON: three numbers
 PROFILE_GAP = 2.0        # a profiled call this many times off the timed median is said
 
 
@@ -169,7 +170,9 @@ class TimingFigures:
         path = cache_dir() / "baselines" / f"{key}.json"
         if timing.compile_ms is None:
             try:
-                entry = json.loads(path.read_text())
+                # through safe_open: a candidate run with --no-sandbox can reach the shared
+                # cache, and a FIFO there would block this read, a link would be followed
+                entry = json.loads(safe_open.read_regular(path, CACHE_ENTRY_BYTES))
                 ms, at = float(entry["compile_ms"]), float(entry["measured_at"])
             except (OSError, ValueError, KeyError, TypeError):
                 return

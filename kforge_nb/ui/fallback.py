@@ -116,8 +116,9 @@ def to_text(record: dict) -> str:
 
 def to_html(record: dict) -> str:
     s, best = record["summary"], record.get("best")
-    parts = [f'<div style="{FONT};max-width:100%;border:1px solid #ccc;border-radius:4px;'
-             f'padding:8px">',
+    # .kforge-report: the live widget's style hides this beside it (labextension/style/view.css)
+    parts = [f'<div class="kforge-report" style="{FONT};max-width:100%;border:1px solid #ccc;'
+             f'border-radius:4px;padding:8px">',
              f'<div style="font-size:14px"><b>kforge</b> · {esc(headline(record)[8:])}</div>',
              f'<div>{esc(best_line(record))}</div>']
     if busy_line(record):
@@ -277,6 +278,15 @@ def lineage_labels(record: dict) -> dict[str, str]:
     lineages = sorted({a["lineage"] for a in record.get("history") or [] if a.get("lineage")},
                       key=id_key)
     return {lineage: letters(k) for k, lineage in enumerate(lineages)}
+
+
+def tree_layout(record: dict) -> list[dict]:
+    """The tree as every view draws it, in the record (run_record's "tree"): one row per
+    candidate, depth first, with its depth, whether it is greyed and its lineage's label.
+    view.ts draws these rows as they are: the tree's shape is worked out here only."""
+    labels = lineage_labels(record)
+    return [{"id": a["id"], "depth": depth, "greyed": greyed,
+             "lineage": labels.get(a.get("lineage"))} for depth, a, greyed in tree_rows(record)]
 
 
 def letters(k: int) -> str:
