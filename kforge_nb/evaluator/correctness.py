@@ -163,7 +163,8 @@ def compare_values(r: torch.Tensor, c, policy: str, report: Correctness,
         if acc.bad and not ill_conditioned(r, c, atol * scale, rtol, rel_norm_tol, exact):
             return False, (f"{report.mismatch_fraction:.2%} of values outside "
                            f"atol={atol * scale:.3g}, rtol={rtol:g}; max abs error "
-                           f"{report.max_abs_error:.3g}{worst_part(report, r)}")
+                           f"{report.max_abs_error:.3g}{worst_part(report, r)}"
+                           f"{one_step(acc)}")
         if acc.bad:
             report.tolerance["widened_by_reference_error"] = CONDITION_FACTOR
             return True, ""
@@ -209,7 +210,8 @@ def compare_exactly(r: torch.Tensor, c, report: Correctness) -> tuple[bool, str]
         diff = (c64 - r64).abs()
         acc.add(start, r64, c64, diff, diff > 0, torch.ones_like(diff, dtype=torch.bool))
     acc.fill(report)
-    return False, f"{acc.bad} of {r.numel()} values differ{first_difference(report, r)}"
+    return False, (f"{acc.bad} of {r.numel()} values differ{first_difference(report, r)}"
+                   f"{one_step(acc)}")
 
 
 # Rounding noise around a true zero, told apart from a small answer by the float64 answer t:
@@ -405,6 +407,35 @@ def first_difference(report: Correctness, r: torch.Tensor) -> str:
     return f"; at {w['index']}: got {cast(w['got'])}, expected {cast(w['expected'])}"
 
 
+# A quantised output (round(x / scale) * scale, an int8 code) that differs by exactly one step
+# of its grid where it differs: r / |c - r| and c / |c - r| are both whole numbers. That is a
+# rounding that differs from torch's (IEEE division where torch multiplies by a scalar's
+# reciprocal, round-half-even against half-away-from-zero, a scale off in its last bit), not a
+# wrong formula, and the fix is in the arithmetic, not the tiling: said so.
+STEP_GRID = 2 ** 20           # beyond this many steps a value's "whole number" test means nothing
+STEP_SLACK = 1e-3
+
+
+def steps_apart(r64: torch.Tensor, c64: torch.Tensor, diff: torch.Tensor) -> bool:
+    """Whether every (r, c) pair here differs by exactly one step of a grid both lie on."""
+    if r64.is_complex() or not bool((diff > 0).all() & r64.isfinite().all() & c64.isfinite().all()):
+        return False
+    for x in (r64 / diff, c64 / diff):
+        if not bool(((x - x.round()).abs() <= STEP_SLACK).all() & (x.abs() <= STEP_GRID).all()):
+            return False
+    return True
+
+
+def one_step(acc: "ErrorAccumulator") -> str:
+    if not (acc.bad and acc.steps_only):
+        return ""
+    return (f"; every value outside is off by exactly one step of its quantisation grid "
+            f"({acc.bad} value{'s' * (acc.bad != 1)}): the kernel rounds where torch rounds "
+            "otherwise (IEEE division where torch multiplies by a scalar divisor's reciprocal, "
+            "round-half-even against half away from zero, a scale off in its last bit), so the "
+            "fix is in the arithmetic, not the tiling")
+
+
 def worst_part(report: Correctness, r: torch.Tensor) -> str:
     """A complex output's worst element, by the part that differs most: `; worst at [0, 3]:
     imaginary part 0, expected 0.81` (a real part can match while the answer is wrong)."""
@@ -429,6 +460,7 @@ class ErrorAccumulator:
         self.bad = 0
         self.ref_sq = self.err_sq = 0.0
         self.worst: list[tuple[float, int, complex, complex]] = []   # complex or float
+        self.steps_only = True          # every bad value one grid step off (see one_step)
 
     @property
     def rel_norm(self) -> float:
@@ -440,6 +472,8 @@ class ErrorAccumulator:
         self.max_abs = max(self.max_abs, float(diff.max()))
         self.max_rel = max(self.max_rel, float((diff / r64.abs().clamp_min(1e-12)).max()))
         self.bad += int(bad.sum())
+        if self.steps_only and bad.any():
+            self.steps_only = steps_apart(r64[bad], c64[bad], diff[bad])
         self.ref_sq += squares(r64[finite])
         self.err_sq += squares(diff[finite])
         if bad.any():
