@@ -27,6 +27,7 @@ SESSION = frozenset({RUN, MAGIC})           # one problem's session, its recordi
 # the evaluator's precision policies (evaluator/correctness.py POLICIES, kept equal by
 # tests/test_options.py), named here so that parsing a command line needs no torch
 PRECISIONS = ("strict", "tf32", "bf16", "fp16")
+DEFAULT_PRECISION = "strict"              # full fp32, the reference's own precision
 
 
 def positive(kind):
@@ -222,8 +223,8 @@ OPTIONS: tuple[Option, ...] = (
            type=positive(float), default=180.0, trait=True),
     Option("--out", "artifacts folder (default {default})", JUDGING, default="kforge-runs",
            trait=True),
-    Option("--precision", "precision policy: strict fp32 by default; tf32/bf16/fp16 loosen "
-           "tolerances and allow casts", JUDGING, choices=PRECISIONS, default="strict",
+    Option("--precision", "precision policy: {default} fp32 by default; tf32/bf16/fp16 loosen "
+           "tolerances and allow casts", JUDGING, choices=PRECISIONS, default=DEFAULT_PRECISION,
            trait=True),
     Option("--ban", "reject candidates whose source matches REGEX (repeatable)", JUDGING,
            action="append", metavar="REGEX"),

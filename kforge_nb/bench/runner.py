@@ -18,6 +18,7 @@ from ..evaluator import EvalOptions
 from ..executors import Executor, ExecutorError, InProcess
 from ..problem import Problem, ProblemError
 from ..session import Budget, Session
+from ..session.finish import BAD_INPUT, ENGINE_ERROR
 from .report import Row, row_from_result, summary
 from .store import Store
 from .suite import Entry, candidate_for
@@ -147,14 +148,14 @@ class Bench:
             return Row(entry.id, "no_candidate", note=f"no candidate for {entry.id} in "
                        f"{self.candidates}")
         result = self.executor.evaluate(problem, path.read_bytes(), get_target(self.target),
-                                        fresh(self.options), self.store.folder / "evals" /
+                                        self.options, self.store.folder / "evals" /
                                         entry.id)
         return row_from_result(entry.id, result, time.monotonic() - started,
                                note=str(path))
 
     def session_row(self, entry: Entry, problem: Problem, started: float) -> Row:
-        session = Session(problem, self.target, fresh(self.agents), fresh(self.budget),
-                          fresh(self.options), out=self.store.folder / "runs",
+        session = Session(problem, self.target, self.agents, self.budget, self.options,
+                          out=self.store.folder / "runs",
                           executor=self.executor, search=self.search)
         with self._lock:
             self._live.add(session)
@@ -173,16 +174,12 @@ def get_target(name: str):
     return lookup(name)
 
 
-def fresh(config):
-    """A copy per problem: sessions write into their options (out_dir, precision)."""
-    return dataclasses.replace(config)
-
-
 def row_for(id: str, session: Session, seconds: float) -> Row:
     iterations = len({a.iteration for a in session.history})
-    if session.finish_reason.startswith("engine error"):
+    kind = session.finish.kind if session.finish else None
+    if kind == ENGINE_ERROR:
         return Row(id, "engine_error", note=session.error or "", folder=str(session.folder))
-    if session.finish_reason.startswith("bad input"):
+    if kind == BAD_INPUT:
         return Row(id, "bad_problem", note=(session.error or "")[:200],
                    folder=str(session.folder))
     best = session.best

@@ -5,7 +5,9 @@ verdict), takes decisions (accept, edit, redirect, skip, stop), judges hand-writ
 (`evaluate_code`) and says where the run stands (`best`, `ties`, `pending`, `finished`,
 `summary()`). Around it, each in a module of its own:
 
+    spec.py       what was asked (RunSpec, frozen) and what the run derives (RunState)
     loop.py       the run itself: a functional pass, then optimisation rounds
+    finish.py     how it ended: a kind for code, a sentence for the person
     plans.py      what each branch of a round asks for
     standing.py   which candidate is best, which tied (ties are ties: intervals.compare)
     repeats.py    code already judged is not judged again (`same_as`)
@@ -26,16 +28,17 @@ from typing import Callable
 
 from .. import artifacts, export
 from ..agents import AgentConfig
-from ..agents.base import Generation, Recommendation, Usage
+from ..agents.base import AnalysisAgent, Generation, GenerationAgent, Recommendation, Usage
 from ..evaluator import EvalOptions
 from ..executors import Executor, InProcess
 from ..problem import Problem
 from ..providers import retry
 from ..result import CORRECT, Result
-from ..targets import get_target
+from ..targets import Target, get_target
 from . import confirm, said, saved
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP, AutoPolicy, Decision, QueuePolicy
 from .events import Event
+from .finish import CTRL_C, Finish
 from .inputs import load_translation, parse_aux
 from .journal import Journal
 from .ledger import Ledger
@@ -43,6 +46,7 @@ from .loop import Loop
 from .records import Attempt, Budget, History
 from .repeats import Asking, Repeats
 from .search import Tree, make_search
+from .spec import RunSpec, state_for
 from .standing import Standing
 
 
@@ -58,12 +62,14 @@ class Session:
                  search=None):
         if mode not in ("auto", "review"):
             raise ValueError(f"mode must be 'auto' or 'review', not {mode!r}")
-        self.problem, self.target = problem, get_target(target)
-        self.agents_config = agents or AgentConfig()
+        target = get_target(target)
+        self.spec = RunSpec(problem, target, agents or AgentConfig(), options or EvalOptions(),
+                            mode, tuple(aux or []), load_translation(translate_from))
+        # a resumed run goes on in its own folder
+        self.state = state_for(self.spec, Path(folder) if folder else
+                               artifacts.new_folder(out, f"{problem.name}-{target.name}"))
         self.ledger = Ledger(budget or Budget(), clock)
-        self.options = options or EvalOptions()
         self.executor = executor or InProcess()      # where candidates are judged
-        self.mode = mode
         self.policy = policy or (QueuePolicy() if mode == "review" else AutoPolicy())
         self.search = make_search(search or "greedy") if isinstance(search, str) or \
             search is None else search           # which candidates a round expands
@@ -71,13 +77,7 @@ class Session:
         self.pruned: set[str] = set()        # ids whose branch is never expanded again
         self.finished_branches: set[str] = set()   # ids the analyst had nothing more for
         self.standing = Standing(self.options)     # the best, the ties, the final judging's
-        self.aux_specs = list(aux or [])
-        self.aux = [parse_aux(spec) for spec in self.aux_specs]
-        self.translate_from = load_translation(translate_from)
-        # a resumed run goes on in its own folder
-        self.folder = Path(folder) if folder else \
-            artifacts.new_folder(out, f"{problem.name}-{self.target.name}")
-        self.options.out_dir = self.folder
+        self.aux = [parse_aux(spec) for spec in self.spec.aux]
         self.journal = Journal(self.folder)
         self.history: History = History()
         self._repeats = Repeats()
@@ -86,18 +86,9 @@ class Session:
         self._stop = threading.Event()
         self._done = threading.Event()
         self._closing = False        # set before `finished` is emitted: views see the end
-        self._last_recommendation: Recommendation | None = None
         self._thread: threading.Thread | None = None
         self._state_lock = threading.Lock()
-        self._status = ""                    # run.json's: "" before the run, running, finished
-        self.next_iteration = 0              # the first iteration not yet done
-        self.stale_rounds = 0                # optimisation rounds without improvement
         self.config = saved.config_of(self)
-        self._resume_notes: list[str] = []
-        self.finish_reason = ""
-        self.error: str | None = None
-        self.generator = self.analyst = None
-        self.provider_description = ""
 
     @classmethod
     def resume(cls, folder: str | Path, policy=None, mode: str | None = None,
@@ -107,12 +98,86 @@ class Session:
         run, args = saved.resumable(folder, **budget_changes)
         args["mode"] = mode or args["mode"]
         session = cls(**args, policy=policy)
-        session.translate_from = run.data["config"]["translate_from"]   # its file may be gone
+        session.spec = dataclasses.replace(           # the kernel's file may be gone: its source
+            session.spec, translate_from=run.data["config"]["translate_from"])
         session.config = saved.config_of(session)
         session.restore(run, notes=saved.resume_notes(run))
         return session
 
+    # --- what was asked (the spec, never changed by the run) ----------------------------------
+    @property
+    def problem(self) -> Problem:
+        return self.spec.problem
+
+    @property
+    def target(self) -> Target:
+        return self.spec.target
+
+    @property
+    def agents_config(self) -> AgentConfig:
+        return self.spec.agents
+
+    @property
+    def mode(self) -> str:
+        return self.spec.mode
+
+    @property
+    def aux_specs(self) -> list[str]:
+        return list(self.spec.aux)
+
+    @property
+    def translate_from(self) -> str | None:
+        return self.spec.translate_from
+
     # --- what the run holds -------------------------------------------------------------------
+    @property
+    def options(self) -> EvalOptions:
+        """The evaluation options candidates are judged with: the spec's, in the run's folder."""
+        return self.state.options
+
+    @property
+    def folder(self) -> Path:
+        return self.state.folder
+
+    @property
+    def next_iteration(self) -> int:
+        return self.state.next_iteration
+
+    @property
+    def stale_rounds(self) -> int:
+        return self.state.stale_rounds
+
+    @property
+    def generator(self) -> GenerationAgent | None:
+        return self.state.generator
+
+    @property
+    def analyst(self) -> AnalysisAgent | None:
+        return self.state.analyst
+
+    @property
+    def provider_description(self) -> str:
+        return self.state.provider_description
+
+    @property
+    def finish(self) -> Finish | None:
+        """How the run ended (finish.py); None before its end."""
+        return self.state.finish
+
+    @property
+    def finish_reason(self) -> str:
+        """Why the run ended, in words ("" before its end); code reads `finish.kind`."""
+        return self.finish.text if self.finish else ""
+
+    @property
+    def error(self) -> str | None:
+        """The error the run ended on, if it ended on one."""
+        return self.finish.error if self.finish else None
+
+    @property
+    def _last_recommendation(self) -> Recommendation | None:
+        return self.state.last_recommendation        # said.py's advice reads it
+
     @property
     def events(self) -> list[Event]:
         return self.journal.events
@@ -163,10 +228,12 @@ class Session:
         but whose intervals overlapped its: {candidate id: the id it tied with}."""
         return dict(self.standing.of(self.history)[1])
 
-    def _rank(self, attempt: Attempt) -> tuple:
+    def rank(self, attempt: Attempt) -> tuple:
         """The order the search expands candidates in (standing.py)."""
         best = self.best
         return self.standing.rank(attempt, best, self.standing.relative(self.history, best))
+
+    _rank = rank           # the name the search's tests use
 
     @property
     def running(self) -> bool:
@@ -202,8 +269,22 @@ class Session:
     def run(self) -> Attempt | None:
         """Run here until the end (see loop.py); the best candidate. A model API call that is
         retried in it is said as a `retry` event."""
-        with retry.reporting(self._said_retry):
-            return Loop(self).run()
+        finish = None
+        try:
+            with retry.reporting(self._said_retry):
+                finish = self._loop().run()
+        except KeyboardInterrupt:     # Ctrl-C in `kforge run`: saved as interrupted, resumable
+            finish = CTRL_C
+            self.state.status = "interrupted"
+            raise
+        finally:
+            self._finish(finish)
+        return self.best
+
+    def _loop(self) -> Loop:
+        """The loop, handed the parts of the session it works with."""
+        return Loop(self, self.spec, self.state, self.ledger, self.journal, self.search,
+                    self.policy, self.executor, self._stop)
 
     def _said_retry(self, said: dict) -> None:
         self.journal.emit("retry", self.next_iteration, **said)
@@ -263,7 +344,7 @@ class Session:
             (ids.add if on else ids.discard)(attempt.id)
         self.journal.emit("steer", attempt.iteration, action=verb if on else f"un{verb}",
                           id=attempt.id, pinned=sorted(self.pinned), pruned=sorted(self.pruned))
-        self._save_state()
+        self.save_state()
 
     # --- judging candidates -------------------------------------------------------------------
     def evaluate_code(self, code: str, label: str = "manual") -> Attempt:
@@ -274,7 +355,7 @@ class Session:
         the new attempt takes its verdict and says `same_as` it."""
         iteration, sample = self._manual_slot()
         try:
-            return self._evaluate(code, iteration, sample, None, label)
+            return self.judge_and_record(code, iteration, sample, None, label)
         finally:
             with self._manual_lock:
                 self._manual_slots.discard((iteration, sample))
@@ -290,9 +371,10 @@ class Session:
             self._manual_slots.add((iteration, sample))
             return iteration, sample
 
-    def _evaluate(self, code: str, iteration: int, sample: int, generation: Generation | None,
-                  kind: str, recommendation=None, decision=None, parent: str | None = None,
-                  applied: Recommendation | None = None) -> Attempt:
+    def judge_and_record(self, code: str, iteration: int, sample: int,
+                         generation: Generation | None, kind: str, recommendation=None,
+                         decision=None, parent: str | None = None,
+                         applied: Recommendation | None = None) -> Attempt:
         """Judge a candidate (or take the verdict of an earlier one with the same code) and
         record it."""
         key, earlier = self._repeats.claim(code, self.history, Asking.of(
@@ -302,15 +384,15 @@ class Session:
             attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                               decision, parent, applied=applied, same_as=earlier.id)
             self.journal.save_repeat(iteration, sample, code, earlier)
-            self._record(attempt)
+            self.record(attempt)
             return attempt
         try:
             folder = self.folder / f"iter-{iteration:02d}" / f"sample-{sample}"
-            result = self._judge(code, self._options_for(generation, parent), folder,
+            result = self._judge(code, self.options_for(generation, parent), folder,
                                  iteration, sample)
             attempt = Attempt(iteration, sample, kind, code, result, generation, recommendation,
                               decision, parent, applied=applied)
-            self._record(attempt)
+            self.record(attempt)
         finally:
             self._repeats.done(key)
         return attempt
@@ -331,15 +413,15 @@ class Session:
         return self.executor.evaluate(self.problem, code, self.target, options, folder,
                                       progress=step)
 
-    def _options_for(self, generation: Generation | None, parent: str | None = None
-                     ) -> EvalOptions:
+    def options_for(self, generation: Generation | None, parent: str | None = None
+                    ) -> EvalOptions:
         """The session's options, with the torch ops the generation kept on purpose allowed,
         and Nsight Compute's counters asked for where the analyst reads them, only if the
         candidate beats its parent (the analyst reads a lineage's best; they cost seconds)."""
         options = self.rival_options(self.options)
         if generation is not None and generation.kept_ops:
             options = with_allowed(options, generation.kept_ops)
-        if self.agents_config.ncu and self.analyst is not None and \
+        if self.spec.agents.ncu and self.analyst is not None and \
                 getattr(self.analyst, "reads_counters", True):
             base = self.tree().by_id.get(parent) if parent else None
             over = base.result.timing.speedup_vs_eager \
@@ -355,7 +437,7 @@ class Session:
             return options
         return dataclasses.replace(options, rival=rival.code, rival_id=rival.id)
 
-    def _record(self, attempt: Attempt) -> None:
+    def record(self, attempt: Attempt) -> None:
         with self._state_lock:       # samples finish on several threads; the tree is read whole
             attempt.lineage = self.tree().lineage_of(attempt)
             self.history.append(attempt)
@@ -366,8 +448,8 @@ class Session:
                           lineage=attempt.lineage, same_as=attempt.same_as,
                           tie_with=ties.get(attempt.id))
         self.journal.emit("usage", attempt.iteration, **self.ledger.as_dict())
-        if self._status:                    # not for a candidate judged before the run starts
-            self._save_state()
+        if self.state.status:               # not for a candidate judged before the run starts
+            self.save_state()
 
     # --- what it says -------------------------------------------------------------------------
     def export(self, path: str | Path, attempt: Attempt | None = None) -> Path:
@@ -396,9 +478,10 @@ class Session:
         # missing: they are not asked for again), so nothing judged is judged twice
         # (a hand-judged edit joins an iteration under way: it does not end it)
         agents = [a for a in self.history if a.kind != "manual"]
-        self.next_iteration = max([progress["next_iteration"], *(a.iteration + 1 for a in agents)])
+        self.state.next_iteration = max([progress["next_iteration"],
+                                         *(a.iteration + 1 for a in agents)])
         # a run that ended on its own (patience, a provider error, Stop) gets fresh patience
-        self.stale_rounds = progress["stale_rounds"] if run.status == "interrupted" else 0
+        self.state.stale_rounds = progress["stale_rounds"] if run.status == "interrupted" else 0
         self.pinned = set(progress.get("pinned", []))
         self.pruned = set(progress.get("pruned", []))
         self.finished_branches = set(progress.get("finished_branches", []))
@@ -413,22 +496,36 @@ class Session:
         self.journal.restore()
         if self.agents_config.replay:      # replay on from the calls of the iterations done
             done = [e for e in self.events if e.iteration < self.next_iteration]
-            self.agents_config.replay_from = {
+            self.state.replay_from = {
                 "generation": sum(e.kind == "candidate_generated" for e in done),
                 "analysis": sum(e.kind == "recommendation" for e in done)}
-        self._resume_notes = list(notes)
+        self.state.resume_notes = list(notes)
 
-    def _save_state(self) -> None:
+    def add_duel(self, duel: confirm.Duel) -> None:
+        """A head-to-head's outcome joins the standing (the samples of a round record on
+        other threads)."""
         with self._state_lock:
-            saved.write_state(self, self._status)
+            if duel.decided:
+                self.standing.duels[(duel.attempt.id, duel.rival.id)] = dict(duel.versus)
+            if duel.dropped:
+                self.standing.dropped.add(duel.dropped)
 
-    def _finish(self) -> None:
-        """The end of a run: the `finished` event, best_candidate.py, run.json."""
+    def save_state(self) -> None:
+        """Rewrite run.json with where the run stands now (saved.py)."""
+        with self._state_lock:
+            saved.write_state(self, self.state.status)
+
+    _save_state = save_state     # the name the ties' tests use
+
+    def _finish(self, finish: Finish | None) -> None:
+        """The end of a run, as `finish` says: the `finished` event, best_candidate.py,
+        run.json."""
+        self.state.finish = finish
         best = self.best
         self._closing = True
         self.journal.emit(
             "finished", self.history[-1].iteration if self.history else 0,
-            reason=self.finish_reason,
+            reason=self.finish_reason, finish_kind=finish.kind if finish else None,
             best={"iteration": best.iteration, "sample": best.sample, "code": best.code,
                   "result": best.result.to_dict()} if best else None,
             iterations=len({a.iteration for a in self.history}),
@@ -437,9 +534,9 @@ class Session:
             # its first line the flags it was judged with: kforge eval --as-judged reads them
             artifacts.write_text(self.folder / "best_candidate.py",
                                  export.judged_line(self, best) + best.code)
-        if self._status != "interrupted":
-            self._status = "finished"
-        self._save_state()
+        if self.state.status != "interrupted":
+            self.state.status = "finished"
+        self.save_state()
         self._done.set()
 
 

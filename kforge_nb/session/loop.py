@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import re
+import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,157 +32,179 @@ from ..agents import make_agents
 from ..agents.base import AnalysisRequest, GenerationRequest, Recommendation
 from ..agents.feedback import profile_summary
 from ..agents.history import Outcome, outcomes as outcomes_of
-from ..executors import ExecutorError
+from ..executors import Executor, ExecutorError
 from ..problem import ProblemError
 from ..providers import ProviderError
 from ..result import GENERATION_FAILURE, Result
 from . import confirm, feasible
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP
-from .journal import slot_file
+from .finish import (BAD_INPUT, BUDGET, ENGINE_ERROR, INTERNAL_ERROR, ITERATIONS_USED,
+                     NOTHING_TO_TRY, PATIENCE, PROVIDER_ERROR, STOPPED_BY_USER, Finish,
+                     on_error, out_of_budget)
+from .journal import Journal, slot_file
+from .ledger import Ledger
 from .plans import Job, Plan, functional_plans, jobs, sample_temperature
-from .records import Attempt
+from .records import Attempt, Budget
 from .search import Branch
+from .spec import RunSpec, RunState, agents_for
 from .standing import Standing
 
 
 class Loop:
-    """One run of a session, from its next iteration to the end."""
+    """One run of a session, from its next iteration to the end; `run()` says how it ended.
 
-    def __init__(self, session):
-        self.s = session
-        self.emit = session.journal.emit
+    It is handed what it works with: the spec (what was asked), the run's state, the ledger,
+    the journal, the search, the policy (who decides), the executor (who judges) and the stop
+    flag. `session` keeps the candidates: their history, which is best (its standing), judging
+    and recording them."""
+
+    def __init__(self, session, spec: RunSpec, state: RunState, ledger: Ledger,
+                 journal: Journal, search, policy, executor: Executor, stop: threading.Event):
+        self.session, self.spec, self.state = session, spec, state
+        self.ledger, self.journal, self.search, self.policy = ledger, journal, search, policy
+        self.executor, self.stop = executor, stop
+        self.emit = journal.emit
         self.agreed = False          # a person accepted the analyst's "nothing more"
+        self.ending: Finish | None = None   # set where asking for plans must end the run
 
-    def run(self) -> Attempt | None:
-        s = self.s
-        s.ledger.start()
+    def run(self) -> Finish:
+        """The run, to its end; a Ctrl-C (KeyboardInterrupt) is left to the caller."""
+        self.ledger.start()
         try:
             self.setup()
-            self.rounds()
+            finish = self.rounds()
             self.confirm()
+            return finish
         except ProviderError as err:
-            self.stopped_on(err, "provider error")
+            return self.stopped_on(err, PROVIDER_ERROR)
         except (ProblemError, FileNotFoundError) as err:
-            self.stopped_on(err, "bad input")
+            return self.stopped_on(err, BAD_INPUT)
         except ExecutorError as err:      # the engine, not the problem or the candidate
-            self.stopped_on(err, "engine error")
-        except KeyboardInterrupt:     # Ctrl-C in `kforge run`: saved as interrupted, resumable
-            s.finish_reason = "interrupted (Ctrl-C)"
-            s._status = "interrupted"
-            raise
+            return self.stopped_on(err, ENGINE_ERROR)
         except Exception as err:  # a bug must end the session visibly, not hang a notebook
-            s.error = f"{type(err).__name__}: {err}"
-            s.finish_reason = f"internal error: {s.error}"
-            artifacts.write_text(s.folder / "error.txt", traceback.format_exc())
-            self.emit("notice", 0, text=f"kforge stopped on an internal error: {s.error} "
-                      f"(traceback in {s.folder / 'error.txt'})")
-        finally:
-            s._finish()
-        return s.best
+            error = f"{type(err).__name__}: {err}"
+            path = self.state.folder / "error.txt"
+            artifacts.write_text(path, traceback.format_exc())
+            self.emit("notice", 0, text=f"kforge stopped on an internal error: {error} "
+                      f"(traceback in {path})")
+            return on_error(INTERNAL_ERROR, error)
 
-    def stopped_on(self, err: Exception, what: str) -> None:
+    def stopped_on(self, err: Exception, kind: str) -> Finish:
         """The run ends on an error the person can act on, said as a notice."""
-        self.s.error = str(err)
-        self.s.finish_reason = f"{what}: {err}"
         self.emit("notice", 0, text=str(err))
+        return on_error(kind, str(err))
+
+    def stop_asked(self) -> bool:
+        return self.stop.is_set()
+
+    @property
+    def budget(self) -> Budget:
+        return self.ledger.budget
 
     def setup(self) -> None:
-        s, config = self.s, self.s.agents_config
-        config.precision = s.options.precision
-        s.generator, s.analyst, s.provider_description, notices = make_agents(config)
-        refuse_an_unworkable_target(s, notices)
+        s, spec, state = self.session, self.spec, self.state
+        config = agents_for(spec, state)
+        state.generator, state.analyst, state.provider_description, notices = \
+            make_agents(config)
+        refuse_an_unworkable_target(state.generator, spec.target, self.executor, notices)
         for notice in notices:
             self.emit("notice", 0, text=notice)
-        if "compile" in s.options.baselines:
+        if "compile" in state.options.baselines:
             self.emit("notice", 0, text="every evaluation times the reference eager and "
                       "torch.compile'd beside the candidate; the first also warms "
                       "torch.compile up, at most once a run (~10-40 s on a small, busy CPU)")
-        self.emit("started", s.next_iteration, problem=s.problem.name, target=s.target.name,
-                  device=feasible.where_it_runs(s.target),
-                  provider=s.provider_description, model=config.model,
-                  analysis_model=config.analysis_model, iterations=s.budget.iterations,
-                  samples=s.budget.samples, search=s.search.name, width=s.search.width,
-                  mode=s.mode, artifacts=str(s.folder), timing_note=s.target.timing_note(),
-                  resumed_at=s.next_iteration)
-        for note in s._resume_notes:
-            self.emit("notice", s.next_iteration, text=note)
-        s._status = "running"
-        s._save_state()
+        self.emit("started", state.next_iteration, problem=spec.problem.name,
+                  target=spec.target.name, device=feasible.where_it_runs(spec.target),
+                  provider=state.provider_description, model=config.model,
+                  analysis_model=config.analysis_model, iterations=self.budget.iterations,
+                  samples=self.budget.samples, search=self.search.name,
+                  width=self.search.width, mode=spec.mode, artifacts=str(state.folder),
+                  timing_note=spec.target.timing_note(), resumed_at=state.next_iteration)
+        for note in state.resume_notes:
+            self.emit("notice", state.next_iteration, text=note)
+        state.status = "running"
+        s.save_state()
 
     # --- rounds -------------------------------------------------------------------------------
-    def rounds(self) -> None:
-        s = self.s
-        for iteration in range(s.next_iteration, s.budget.iterations):
-            reason = "stopped by the user" if s._stop.is_set() else s.ledger.exhausted(s.best)
-            if reason:
-                s.finish_reason = reason
-                return
-            ended = self.functional(iteration) if s.best is None else self.optimise(iteration)
-            if ended:
-                return
+    def rounds(self) -> Finish:
+        """The functional pass, then optimisation rounds, until one says the run ends."""
+        s = self.session
+        for iteration in range(self.state.next_iteration, self.budget.iterations):
+            finish = self.must_end()
+            if finish:
+                return finish
+            finish = self.functional(iteration) if s.best is None else self.optimise(iteration)
+            if finish:
+                return finish
             self.iteration_done(iteration)
-            if s.budget.iterations == 1 or s._stop.is_set():
+            if self.budget.iterations == 1 or self.stop_asked():
                 break
-        s.finish_reason = s.finish_reason or (
-            "stopped by the user" if s._stop.is_set() else "iteration budget used")
+        return STOPPED_BY_USER if self.stop_asked() else ITERATIONS_USED
 
-    def functional(self, iteration: int) -> bool:
-        """A round of the functional pass; whether the run ends."""
-        plans = functional_plans(self.s.history, self.s.search.width)
+    def must_end(self) -> Finish | None:
+        """Before a round: a Stop, or a budget used up (the target speedup reached)."""
+        if self.stop_asked():
+            return STOPPED_BY_USER
+        return out_of_budget(self.ledger, self.session.best)
+
+    def functional(self, iteration: int) -> Finish | None:
+        """A round of the functional pass; how the run ends, if it does."""
+        plans = functional_plans(self.session.history, self.search.width)
         self.emit("iteration_started", iteration, phase="functional", kind=plans[0].kind)
         if not self.round(iteration, plans, functional=True):
-            self.s.finish_reason = self.s.ledger.too_small()
-            return True
+            return self.too_small()
         self.settle(iteration)
-        return False
+        return None
 
-    def optimise(self, iteration: int) -> bool:
-        """A round of the optimisation pass; whether the run ends."""
-        s = self.s
+    def optimise(self, iteration: int) -> Finish | None:
+        """A round of the optimisation pass; how the run ends, if it does."""
+        s, state = self.session, self.state
         best_before = s.best
-        branches = s.search.branches(s.tree(), s._rank, iteration)
+        branches = self.search.branches(s.tree(), s.rank, iteration)
         if not branches:
-            s.finish_reason = self.nothing_to_expand()
-            return True
+            return self.nothing_to_expand()
         plans = self.plans(branches, iteration)
-        if s.finish_reason:                 # stopped, or the budget ran out
-            return True
-        if not plans and not s.search.branches(s.tree(), s._rank, iteration):
-            s.finish_reason = self.nothing_to_expand()
-            return True
+        if self.ending:                     # stopped, or the budget ran out
+            return self.ending
+        if not plans and not self.search.branches(s.tree(), s.rank, iteration):
+            return self.nothing_to_expand()
         if not plans:
-            return False
+            return None
         self.emit("iteration_started", iteration, phase="optimisation", kind="optimise",
                   parents=[p.base.id if p.base else None for p in plans])
         if not self.round(iteration, plans):
-            s.finish_reason = s.ledger.too_small()
-            return True
+            return self.too_small()
         self.settle(iteration)
-        s.stale_rounds = 0 if s.best is not best_before else s.stale_rounds + 1
-        if s.budget.patience and s.stale_rounds >= s.budget.patience:
+        state.stale_rounds = 0 if s.best is not best_before else state.stale_rounds + 1
+        if self.budget.patience and state.stale_rounds >= self.budget.patience:
             self.iteration_done(iteration)
-            s.finish_reason = f"{s.stale_rounds} rounds without improvement"
-            return True
-        return False
+            return Finish(PATIENCE, f"{state.stale_rounds} rounds without improvement")
+        return None
+
+    def too_small(self) -> Finish:
+        """The end where the budget would not cover the calls a round needs."""
+        return Finish(BUDGET, self.ledger.too_small())
 
     def iteration_done(self, iteration: int) -> None:
-        self.s.next_iteration = max(self.s.next_iteration, iteration + 1)
-        self.s._save_state()
+        self.state.next_iteration = max(self.state.next_iteration, iteration + 1)
+        self.session.save_state()
 
-    def nothing_to_expand(self) -> str:
+    def nothing_to_expand(self) -> Finish:
         """Why the search has no branch left."""
-        s, last = self.s, self.s._last_recommendation
+        s, last = self.session, self.state.last_recommendation
         if last is not None and last.action.get("kind") == "done" and s.finished_branches:
             agreed = "; you agreed" if self.agreed else ""
-            return f"the analyst has nothing further to recommend ({unnested(last.title)}){agreed}"
+            return Finish(NOTHING_TO_TRY, "the analyst has nothing further to recommend "
+                          f"({unnested(last.title)}){agreed}")
         if s.pruned:
-            return "every branch is pruned or finished: nothing left to expand"
-        return "nothing left to expand"
+            return Finish(NOTHING_TO_TRY, "every branch is pruned or finished: nothing left "
+                          "to expand")
+        return Finish(NOTHING_TO_TRY, "nothing left to expand")
 
     # --- plans --------------------------------------------------------------------------------
     def plans(self, branches: list[Branch], iteration: int) -> list[Plan]:
         """The round's plans, one per branch not skipped; stops asking once the run must end
-        (finish_reason set)."""
+        (`ending` set)."""
         plans: list[Plan] = []
         # asked in the order of the parents' ids, not of their ranks: a replay on another
         # machine (other timings) asks in the same order, with the same "being tried
@@ -191,7 +214,7 @@ class Loop:
         for slot, branch in enumerate(branches):
             plan = self.plan(branch, iteration, slot,
                              [p.recommendation.title for p in plans if p.recommendation])
-            if self.s.finish_reason:
+            if self.ending:
                 return plans
             if plan is not None:
                 plans.append(plan)
@@ -200,31 +223,32 @@ class Loop:
     def plan(self, branch: Branch, iteration: int, slot: int,
              elsewhere: list[str]) -> Plan | None:
         """Analyse a branch's parent and decide on the recommendation (the policy: you, in
-        review mode); None where the branch is skipped or finished. Sets finish_reason where
-        the whole search must end (a stop, a budget)."""
-        s, parent = self.s, branch.parent
+        review mode); None where the branch is skipped or finished. Sets `ending` where the
+        whole search must end (a stop, a budget)."""
+        s, parent = self.session, branch.parent
         if parent is None:
             return Plan("initial", None)
-        if not s.ledger.reserve():           # the analyst's call counts against budgets too
-            s.finish_reason = s.ledger.too_small()
+        if not self.ledger.reserve():           # the analyst's call counts against budgets too
+            self.ending = self.too_small()
             return None
         try:
             recommendation = self.recommend(parent, iteration, slot, elsewhere)
         finally:
-            s.ledger.release()
+            self.ledger.release()
         done = recommendation.action.get("kind") == "done"
-        if done and s.mode != "review":
+        if done and self.spec.mode != "review":
             s.finished_branches.add(parent.id)
             return None
         # In review mode a person answers every recommendation, "done" included: accepting
         # it ends the branch, a redirect or an edit goes on with their words.
-        decision = s.policy.decide(recommendation)
+        decision = self.policy.decide(recommendation)
         self.emit("decision", iteration, kind=decision.kind, text=decision.text,
                   parent=parent.id)
-        s.journal.save_json(iteration, slot_file("decision.json", slot),
-                            {"kind": decision.kind, "text": decision.text, "parent": parent.id})
-        if decision.kind == STOP or s._stop.is_set():
-            s.finish_reason = "stopped by the user"
+        self.journal.save_json(iteration, slot_file("decision.json", slot),
+                               {"kind": decision.kind, "text": decision.text,
+                                "parent": parent.id})
+        if decision.kind == STOP or self.stop_asked():
+            self.ending = STOPPED_BY_USER
             return None
         if done and decision.kind in (ACCEPT, SKIP):
             s.finished_branches.add(parent.id)
@@ -239,29 +263,31 @@ class Loop:
 
     def recommend(self, best: Attempt, iteration: int, slot: int = 0,
                   elsewhere: list[str] = ()) -> Recommendation:
-        s = self.s
-        request = AnalysisRequest(s.problem, s.target.name, best.code, best.result,
-                                  profile_summary(best.result), s.search.tried(s.tree(), best),
-                                  iteration, deadline=s.ledger.deadline(),
+        spec = self.spec
+        request = AnalysisRequest(spec.problem, spec.target.name, best.code, best.result,
+                                  profile_summary(best.result),
+                                  self.search.tried(self.session.tree(), best),
+                                  iteration, deadline=self.ledger.deadline(),
                                   objective=measures.objective_text(best.result,
-                                                                    s.options.objective),
-                                  alternatives=max(0, s.budget.samples - 1),
+                                                                    spec.options.objective),
+                                  alternatives=max(0, self.budget.samples - 1),
                                   elsewhere=list(dict.fromkeys(elsewhere)),
                                   candidate=best.id, outcomes=self.outcomes(iteration))
-        recommendation = s.analyst.analyse(request)
-        s._last_recommendation = recommendation
-        s.ledger.add(recommendation.usage)
+        recommendation = self.state.analyst.analyse(request)
+        self.state.last_recommendation = recommendation
+        self.ledger.add(recommendation.usage)
         self.emit("recommendation", iteration, title=recommendation.title,
                   text=recommendation.text, expected_gain=recommendation.expected_gain,
                   usage=vars(recommendation.usage), parent=best.id)
-        s.journal.save_recommendation(iteration, slot, best.id, recommendation, request.summary)
+        self.journal.save_recommendation(iteration, slot, best.id, recommendation,
+                                         request.summary)
         return recommendation
 
     def outcomes(self, iteration: int) -> list[Outcome]:
         """The earlier rounds' attempts and what came of them, for an agent's prompt."""
-        s = self.s
+        s = self.session
         return outcomes_of(list(s.history),
-                           lambda shown: Standing(s.options, s.standing.duels,
+                           lambda shown: Standing(self.state.options, s.standing.duels,
                                                   s.standing.dropped).of(shown)[0],
                            iteration)
 
@@ -269,21 +295,20 @@ class Loop:
     def round(self, iteration: int, plans: list[Plan], functional: bool = False) -> int:
         """Ask for each plan's samples and judge them, all concurrently; how many could be
         asked for."""
-        s = self.s
-        todo = jobs(plans, max(1, s.budget.samples), s.history, functional)
+        todo = jobs(plans, max(1, self.budget.samples), self.session.history, functional)
 
         def one(job: Job) -> bool:
-            if not s.ledger.reserve():
+            if not self.ledger.reserve():
                 self.emit("notice", iteration, text=f"sample {job.sample} not asked for: the "
                           "token or cost budget would not cover it")
                 return False
             try:
                 self.generate(iteration, job)
             finally:
-                s.ledger.release()
+                self.ledger.release()
             return True
 
-        first = 0 if s.ledger.sized else 1     # a first call alone: its size is the
+        first = 0 if self.ledger.sized else 1     # a first call alone: its size is the
         asked = [one(job) for job in todo[:first]]      # estimate the others reserve
         if len(todo) > first:
             with ThreadPoolExecutor(len(todo) - first) as pool:
@@ -292,47 +317,52 @@ class Loop:
 
     def generate(self, iteration: int, job: Job) -> None:
         """Ask for one sample and judge it."""
-        s, plan, base = self.s, job.plan, job.plan.base
-        samples = max(1, s.budget.samples)
+        s, spec, plan, base = self.session, self.spec, job.plan, job.plan.base
+        samples = max(1, self.budget.samples)
         said, applied = plan.variation(job.rank)
         request = GenerationRequest(
-            problem=s.problem, target=s.target.name, kind=plan.kind,
+            problem=spec.problem, target=spec.target.name, kind=plan.kind,
             iteration=iteration, previous_code=base.code if base else None,
             previous_result=base.result if base else None, instruction=plan.instruction,
             action=plan.accepted_action(),
             aux=[(name, text) for name, text, only in s.aux
                  if only is None or iteration in only],
-            translate_from=s.translate_from, sample=job.sample, variant=job.variant,
-            precision=s.options.precision, deadline=s.ledger.deadline(), variation=said,
-            temperature=sample_temperature(s.agents_config.temperatures, job.rank, samples),
+            translate_from=spec.translate_from, sample=job.sample, variant=job.variant,
+            precision=spec.precision, deadline=self.ledger.deadline(), variation=said,
+            temperature=sample_temperature(spec.agents.temperatures, job.rank, samples),
             parent=base.id if base is not None and base.code else None,
             outcomes=self.outcomes(iteration))
-        generation = s.generator.generate(request)
-        s.ledger.add(generation.usage)
+        generation = self.state.generator.generate(request)
+        self.ledger.add(generation.usage)
         parent = base.id if base is not None and base.code else None
         self.emit("candidate_generated", iteration, sample=job.sample, code=generation.code,
                   failure=generation.failure, usage=vars(generation.usage),
                   notes=generation.notes, knowledge=generation.knowledge,
                   variation=generation.variation, temperature=generation.temperature,
                   parent=parent)
-        s.journal.save_generation(iteration, job.sample, generation)
+        self.journal.save_generation(iteration, job.sample, generation)
         lineage = dict(parent=parent, applied=applied)
         if generation.code is None:
             result = Result(GENERATION_FAILURE, generation.failure or "no code")
-            s._record(Attempt(iteration, job.sample, plan.kind, None, result, generation,
-                              plan.recommendation, plan.decision, **lineage))
+            s.record(Attempt(iteration, job.sample, plan.kind, None, result, generation,
+                             plan.recommendation, plan.decision, **lineage))
         else:
-            s._evaluate(generation.code, iteration, job.sample, generation, plan.kind,
-                        plan.recommendation, plan.decision, **lineage)
+            s.judge_and_record(generation.code, iteration, job.sample, generation, plan.kind,
+                               plan.recommendation, plan.decision, **lineage)
 
     # --- deciding duels -----------------------------------------------------------------------
+    def time_for_more(self) -> bool:
+        """Neither stopped nor out of wall time: a duel (seconds of timing) may start."""
+        wall_s = self.budget.wall_s
+        return not self.stop_asked() and not (wall_s and self.ledger.elapsed() > wall_s)
+
     def settle(self, iteration: int) -> None:
         """After a round: where a candidate stands above or level with the best only by an
         indirect comparison (samples timed beside the same earlier best, or judgings without a
         rival), the two are timed side by side (confirm.py) before it counts."""
-        s = self.s
+        s = self.session
         tried: set[tuple[str, str]] = set()
-        while not s._stop.is_set() and not (s.budget.wall_s and s.elapsed() > s.budget.wall_s):
+        while self.time_for_more():
             s.best                                 # the walk that lists what is undecided
             pairs = [p for p in s.standing.undecided if p not in tried]
             if not pairs:
@@ -344,40 +374,37 @@ class Loop:
 
     def duel(self, attempt: Attempt, rival: Attempt) -> Result:
         """`attempt` judged again with `rival` timed beside it, in a folder of its own."""
-        s = self.s
-        folder = s.folder / "duels" / f"{attempt.id}-vs-{rival.id}"
-        options = dataclasses.replace(s.rival_options(s._options_for(attempt.generation), rival),
+        s = self.session
+        folder = self.state.folder / "duels" / f"{attempt.id}-vs-{rival.id}"
+        options = dataclasses.replace(s.rival_options(s.options_for(attempt.generation), rival),
                                       ncu=False)
-        return s.executor.evaluate(s.problem, attempt.code, s.target, options, folder)
+        return self.executor.evaluate(self.spec.problem, attempt.code, self.spec.target,
+                                      options, folder)
 
     def record_duel(self, duel: confirm.Duel, iteration: int) -> None:
-        s = self.s
-        with s._state_lock:
-            if duel.decided:
-                s.standing.duels[(duel.attempt.id, duel.rival.id)] = dict(duel.versus)
-            if duel.dropped:
-                s.standing.dropped.add(duel.dropped)
+        s = self.session
+        s.add_duel(duel)
         self.emit("duel", iteration, **duel.to_dict(), best=s.best.id if s.best else None,
                   text=confirm.duel_text(duel.to_dict()))
-        s._save_state()
+        s.save_state()
 
     # --- the final judging --------------------------------------------------------------------
     def confirm(self) -> None:
         """The final judging (confirm.py): the best few each timed again beside the best."""
-        s = self.s
-        if s._stop.is_set() or s.confirm_count < 2:
+        s = self.session
+        if self.stop_asked() or s.confirm_count < 2:
             return
         before = s.best
-        if before is None or s._rank(before)[0] == 0:      # ranked by an --objective
+        if before is None or s.rank(before)[0] == 0:      # ranked by an --objective
             return
-        chosen = confirm.finalists(list(s.history), s._rank, s.confirm_count)
+        chosen = confirm.finalists(list(s.history), s.rank, s.confirm_count)
         if len(chosen) < 2:
             return
         iteration = s.history[-1].iteration
         self.emit("confirming", iteration, finalists=[a.id for a in chosen],
                   rounds=confirm.ROUNDS)
         judged, fought = [], set()
-        while not s._stop.is_set() and not (s.budget.wall_s and s.elapsed() > s.budget.wall_s):
+        while self.time_for_more():
             best = s.best
             todo = [a for a in chosen if a is not best and (a.id, best.id) not in fought]
             if not todo:
@@ -392,7 +419,7 @@ class Loop:
                       "measured")
             return
         self.emit("confirmed", iteration, judged=judged, best=s.best.id, before=before.id)
-        s._save_state()
+        s.save_state()
 
 
 def unnested(title: str) -> str:
@@ -408,9 +435,9 @@ def in_this_context(fn):
     return lambda *args: context.copy().run(fn, *args)
 
 
-def refuse_an_unworkable_target(s, notices: list[str]) -> None:
+def refuse_an_unworkable_target(generator, target, executor, notices: list[str]) -> None:
     """Before any iteration: a target the agent cannot write, or whose candidates could be
     neither run nor compiled here, ends the run with the reason (feasible.py)."""
-    why = feasible.refusal(feasible.written_targets(s.generator), s.target, s.executor)
+    why = feasible.refusal(feasible.written_targets(generator), target, executor)
     if why:
         raise feasible.TargetError(" ".join([why, *notices]))

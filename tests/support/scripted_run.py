@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kforge_nb.result import CORRECT, Result, Roofline, Timing
 from kforge_nb.session import Session
+from kforge_nb.session.finish import STOPPED, Finish
 
 BUSY_NOTE = "load 3.9 on 2 cores; the worker got 48 % of the wall time"
 NOISE_NOTE = "the interval stayed at ±31% after 40 rounds (goal ±5%)"
@@ -88,8 +89,7 @@ def scripted_session(folder, problem=None) -> Session:
         s.evaluate_code(kernel(tag))
     s.evaluate_code(kernel("# C", "x = 'C'  # the same kernel, commented"))
     s.evaluate_code(kernel("# D"))
-    s.finish_reason = "scripted"
-    s._finish()
+    s._finish(Finish(STOPPED, "scripted"))
     return s
 
 
@@ -109,6 +109,5 @@ def duel_session(folder, problem=None) -> Session:
     s = Session(problem, "cpp", out=folder, executor=Scripted(DUELS))
     for tag in DUELS:
         s.evaluate_code(kernel(tag))
-    s.finish_reason = "scripted"
-    s._finish()
+    s._finish(Finish(STOPPED, "scripted"))
     return s
