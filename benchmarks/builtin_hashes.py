@@ -11,6 +11,9 @@ problem the agent cannot lower hashes its failure message.
     .venv/bin/python benchmarks/builtin_hashes.py --save /tmp/before.json      # before
     .venv/bin/python benchmarks/builtin_hashes.py --compare /tmp/before.json   # after
 
+(--problems DIR for more, e.g. KernelBench's levels; with --compare only the problems the saved
+run reached are generated, so a saved run stopped part way still compares.)
+
 prints one row per kind of output: problems, targets, identical, differing (and the names of
 the first differing ones). Nothing is evaluated: no compiler, no worker, a few minutes.
 """
@@ -93,9 +96,11 @@ def recommendations(problem: Problem, target: str, code: str) -> str:
     return "\n".join(lines)
 
 
-def hashes(extra: list[str], save: str | None = None) -> dict[str, str]:
+def hashes(extra: list[str], save: str | None = None, only: set | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, source in problems(extra).items():
+        if only is not None and name not in only:
+            continue
         print(name, file=sys.stderr, flush=True)      # progress: a slow problem shows
         if save:                                       # so far: a long run stopped keeps them
             Path(save).write_text(json.dumps(out, indent=1, sort_keys=True))
@@ -144,13 +149,14 @@ def main() -> int:
     parser.add_argument("--save", help="write the hashes to this JSON file")
     parser.add_argument("--compare", help="compare with the hashes in this JSON file")
     args = parser.parse_args()
-    now = hashes(args.problems, args.save)
+    before = json.loads(Path(args.compare).read_text()) if args.compare else None
+    # a saved run stopped part way (a slow machine): compare the problems it reached
+    reached = {key.split("|")[0] for key in before} if before is not None else None
+    now = hashes(args.problems, args.save, reached)
     if args.save:
         Path(args.save).write_text(json.dumps(now, indent=1, sort_keys=True))
         print(f"{len(now)} hashes written to {args.save}")
-    if args.compare:
-        return 0 if table(json.loads(Path(args.compare).read_text()), now) else 1
-    return 0
+    return 0 if before is None or table(before, now) else 1
 
 
 if __name__ == "__main__":
