@@ -145,6 +145,13 @@ def test_an_honest_worker_under_load_is_believed():
     assert clocks.disagreement(lying) == ""
 
 
+def test_one_or_two_rounds_never_accuse():
+    """The Triton interpreter times one round of two calls: one block that lost time to a
+    loaded machine is not a lie, however far apart the clocks."""
+    assert clocks.disagreement(rounds(1.0, 12.0, 0.001, 102.0, k=2)) == ""
+    assert clocks.disagreement(rounds(1.0, 12.0, 0.001, 102.0, k=clocks.ROUNDS_TO_ACCUSE))
+
+
 def test_on_a_gpu_the_wall_clock_pass_is_counted_twice():
     # timed pass + wall pass: 2 x 10 x 1 ms plus overhead on both sides: believed
     assert clocks.disagreement(rounds(1.0, 22.0, 1.0, 22.0), passes=2) == ""
