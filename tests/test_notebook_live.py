@@ -20,6 +20,8 @@ from jupyter_client.manager import KernelManager
 
 from tests.test_magic import FAST, FASTER, GOOD, SOFTMAX_CELL, answer, api, recommendation  # noqa: F401
 
+pytestmark = pytest.mark.slow     # a live IPython kernel running a %%kforge session
+
 MIME = "application/vnd.kforge.run+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
