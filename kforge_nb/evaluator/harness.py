@@ -153,17 +153,18 @@ def redistribute(inputs: list, distribution: str) -> list:
     return out
 
 
-def trial_inputs(module, trial: dict, device: str = "cpu") -> list:
+def trial_inputs(module, trial: dict, device: str = "cpu", seed_with=torch.manual_seed) -> list:
     """A trial's inputs, drawn from its seed directly on `device`: both workers draw the same
-    values, and nothing the size of an input passes through host memory or a file."""
-    torch.manual_seed(trial["seed"])
+    values, and nothing the size of an input passes through host memory or a file.
+    `seed_with`: what seeds the generators (a timed call's redraw: seed_generators)."""
+    seed_with(trial["seed"])
     try:
         with torch.device(device):
             returned = module.get_inputs()
     except Exception:
         if device == "cpu":
             raise
-        torch.manual_seed(trial["seed"])       # get_inputs that insists on host tensors
+        seed_with(trial["seed"])               # get_inputs that insists on host tensors
         returned = module.get_inputs()
     inputs = to_device(argument_list(returned), device)
     distribution = trial.get("distribution", "given")
@@ -229,12 +230,15 @@ class Refresh:
             FACTOR_LOW
         self.pools: dict = {}            # (dtype, device) -> the pool in that dtype, there
 
-    def apply(self, k: int, live: list, pristine: list) -> None:
-        """Refill `live` from `pristine` (the same list to refresh in place) for call k."""
+    def apply(self, k: int, live: list, pristine: list, redraw=None) -> None:
+        """Refill `live` from `pristine` (the same list to refresh in place) for call k; its
+        integer inputs drawn anew by `redraw(seed)` where given (TimingSets)."""
         drawn = self.draws(k)
         for x, p in zip(live, pristine):
             if refreshed(x):
                 refill(x, p, self.factors(x, next(drawn) % SHIFTS, next(drawn) % SHIFTS))
+        if redraw is not None:
+            renew_integers(live, redraw(next(drawn) >> 2))
         seed_generators(next(drawn) >> 2, live)
 
     def factors(self, x: torch.Tensor, first: int, second: int) -> torch.Tensor:
@@ -253,6 +257,7 @@ class Refresh:
                 yield int.from_bytes(digest[i:i + 8], "little")
 
 
+REDRAW_BYTES = 64 << 20  # a set's inputs up to this are drawn anew where integers are among them
 FACTOR_LOW = 0.75       # each of a factor's two parts lies in [FACTOR_LOW, 1)
 SHIFTS = 1 << 16        # where in the pool a window may start
 WINDOW = 1 << 12        # factors a window holds (16 KiB of float32)
@@ -260,6 +265,21 @@ WINDOW = 1 << 12        # factors a window holds (16 KiB of float32)
 
 def refreshed(x) -> bool:
     return isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0
+
+
+def integer(x) -> bool:
+    """An input of whole numbers (ids, indices, counts, masks): no factor keeps it valid."""
+    return isinstance(x, torch.Tensor) and not x.is_floating_point() and not x.is_complex() \
+        and x.numel() > 0
+
+
+def renew_integers(live: list, fresh: list) -> None:
+    """The integer inputs of `live` given the values of a fresh draw of get_inputs()
+    (`fresh`), where it drew them in the same shape and dtype."""
+    for x, y in zip(live, fresh):
+        if integer(x) and isinstance(y, torch.Tensor) and y.shape == x.shape and \
+                y.dtype == x.dtype:
+            x.copy_(y)
 
 
 def refill(live: torch.Tensor, source: torch.Tensor, factors: torch.Tensor) -> None:
@@ -282,27 +302,41 @@ def flat(x: torch.Tensor) -> torch.Tensor:
 class TimingSets:
     """The input sets timed calls rotate over: before call k (untimed) set k mod n is
     refreshed for it (Refresh). The sets are copied twice (pristine and live), dense, so a
-    refresh is a pass over memory in order whatever strides get_inputs() gave."""
+    refresh is a pass over memory in order whatever strides get_inputs() gave.
 
-    def __init__(self, sets: list[list], key: int = 0):
+    No factor keeps integer inputs valid (ids in range, sorted offsets), so where a set has
+    any, they are drawn anew for each call by `redraw(seed)` (get_inputs() under a seed of the
+    call's): else a problem whose answer depends on its ids alone repeated n answers over the
+    whole timing, and a memo keyed on the ids (or on what they pick) served every call after
+    the first n. A set of floating inputs only pays nothing for it; nor does one of more than
+    REDRAW_BYTES, where a draw of every input per call would cost as much as the calls and
+    hold a third copy of the inputs (its integer inputs stay as drawn)."""
+
+    def __init__(self, sets: list[list], key: int = 0, redraw=None):
         self.pristine = [fresh_copies(s) for s in sets]
         self.sets = [fresh_copies(s) for s in self.pristine]
         self.refresh = Refresh(key)
+        self.redraw = redraw if any(integer(x) and tensor_bytes(s) <= REDRAW_BYTES
+                                    for s in sets for x in s) else None
         self.calls = 0
 
     def inputs(self, k: int) -> list:
         """Set k mod n, refreshed for call k; the random generators are seeded for call k
         too, so a module that draws random numbers (dropout) draws the same on both sides."""
         j = k % len(self.sets)
-        self.refresh.apply(k, self.sets[j], self.pristine[j])
+        self.refresh.apply(k, self.sets[j], self.pristine[j], self.redraw)
         return self.sets[j]
 
 
 def timing_sets(module, plan: list[dict], device: str) -> TimingSets:
     """The timing's input sets, drawn as `plan` says (EvalOptions.timing_sets: seeds and the
-    refresh's key)."""
-    return TimingSets([trial_inputs(module, t, device) for t in plan],
-                      plan[0].get("key", 0) if plan else 0)
+    refresh's key); integer inputs drawn anew for each call as a trial's are."""
+    sets = [trial_inputs(module, t, device) for t in plan]
+
+    def redraw(seed: int) -> list:      # seeded as a timed call is: microseconds, not ~1 ms
+        return trial_inputs(module, {"seed": seed, "distribution": "given"}, device,
+                            lambda s: seed_generators(s, sets[0]))
+    return TimingSets(sets, plan[0].get("key", 0) if plan else 0, redraw)
 
 
 def rescaled(inputs: list) -> list:

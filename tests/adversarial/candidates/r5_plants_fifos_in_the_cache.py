@@ -3,12 +3,13 @@ candidate can write where every evaluation on the machine reads, the shared cach
 (KFORGE_CACHE) and its own run folder, which `kforge bench --cluster` packs and sends home.
 On its first call it puts a FIFO in place of the CPU timing lock (locks/cpu.lock), of the
 cached CPU probe (cpu_peaks.v3.json) and of this problem's cached torch.compile figure
-(baselines/KEY.json, its name computed as the parent computes it),
-FIFOs in its run folder (where the parent copies the profile's trace, and one more) and a link
-to the file `secret.txt` beside the cache, then answers correctly. An open() of a FIFO waits for a writer: the timing of this very evaluation, and of
-every later one, blocked for good; a link was followed. Now each of those reads goes through
-safe_open (no FIFO waited on, no link followed): the plant is ignored or replaced. In the
-sandbox none of these places is in reach: what it plants lands in its own folders."""
+(baselines/KEY.json, its name computed as the parent computes it), FIFOs in its run folder
+(where the parent copies the profile's trace, and one more) and a link to the file
+`secret.txt` beside the cache, then answers correctly. An open() of a FIFO waits for a
+writer: the timing of this very evaluation, and of every later one, blocked for good; a link
+was followed. Now each of those reads goes through safe_open (no FIFO waited on, no link
+followed) and the trace is written anew: the plant is ignored or replaced. In the sandbox
+none of these places is in reach: what it plants lands in its own folders."""
 import hashlib
 import json
 import os
