@@ -80,7 +80,7 @@ def test_a_person_edit_in_review_mode_is_answered_where_they_look(tmp_path):
                       mode="review", out=tmp_path).start()
     wait_for(session, "recommendation")
     session.edit("unroll the inner loops by 4 and use 512-bit vectors")
-    session.wait(120)
+    session.wait(600)
     said = "not applied: unroll the inner loops by 4 (the builtin agent cannot do this: it " \
         "writes each kernel one way and turns a few knobs)"
     generated = [e for e in session.events if e.kind == "candidate_generated"][-1]

@@ -75,8 +75,9 @@ def kforge(ip, tmp_path):
     magics(ip).sessions.clear()
 
 
-def wait_for(session, kind: str, count: int = 1, timeout: float = 120.0) -> None:
-    """Until the session has emitted `count` events of `kind`."""
+def wait_for(session, kind: str, count: int = 1, timeout: float = 600.0) -> None:
+    """Until the session has emitted `count` events of `kind` (the bound only ends a hung test:
+    a loaded machine takes minutes for what an idle one does in seconds)."""
     deadline = time.monotonic() + timeout
     while sum(e.kind == kind for e in session.events) < count:
         if time.monotonic() > deadline:
@@ -193,7 +194,7 @@ def test_kforge_stop_ends_a_running_session(api, ip, kforge):
     session = kforge("--iterations 6 --no-block")
     wait_for(session, "evaluated")
     ip.run_line_magic("kforge", "stop")
-    session.wait(120)
+    session.wait(600)
     assert session.finish_reason == "stopped by the user"
     assert len({a.iteration for a in session.history}) < 6
 
@@ -271,7 +272,7 @@ def test_a_second_kforge_cell_while_one_runs_is_refused_and_loses_nothing(api, i
     assert "--name" in shown
     assert ip.user_ns["_kforge"] is first and first.running       # untouched, still going
     first.accept()
-    first.wait(120)
+    first.wait(600)
     assert [a.result.state for a in first.history] == ["correct", "correct"]
 
 
@@ -282,7 +283,7 @@ def test_kforge_resume_goes_on_with_a_stopped_run_in_its_own_folder(api, ip, kfo
     first = kforge("--iterations 3 --mode review --no-block")
     wait_for(first, "recommendation")
     first.stop()                                     # as the Stop button does
-    first.wait(120)
+    first.wait(600)
     assert first.finish_reason == "stopped by the user" and len(first.history) == 1
     folder = first.folder
 

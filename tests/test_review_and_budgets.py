@@ -50,7 +50,7 @@ def test_done_is_asked_in_review_mode_and_a_redirect_goes_on(tmp_path):
     session.redirect("try one more layout anyway")
     wait_for_events(session, "recommendation", 2)
     session.accept()                                     # agreeing that nothing is left
-    session.wait(120)
+    session.wait(600)
     assert [a.decision.kind if a.decision else None for a in session.history] == \
         [None, "redirect"]
     assert session.history[1].decision.text == "try one more layout anyway"
