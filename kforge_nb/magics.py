@@ -252,9 +252,9 @@ class KForgeMagics(ConfigurableMagics):
         return args
 
     def _show(self, session) -> None:
-        """At a frontend: the live widget while the session runs, and the report, which a
-        saved notebook keeps, once it ends (see ui/report.py ReportView). Headless (nbclient,
-        papermill) or without anywidget: the report alone. In a terminal: progress lines."""
+        """At a frontend: the live widget while the session runs, then the report that a saved
+        notebook keeps (see ui/report.py ReportView). Headless (nbclient, papermill): the
+        report alone. In a terminal: progress lines."""
         from .ui.report import ReportView
         self.widget = None
         self.report = ReportView(session, self.shell)

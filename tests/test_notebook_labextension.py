@@ -151,8 +151,7 @@ def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_
         api, kforge, tmp_path):
     """Issue 30: the Edit box holds each new recommendation (not the last edit's words); the
     candidates table's "from" shows the person's words where they edited or redirected; the
-    live view of a run that has ended is not a "saved run" and still judges an edit (the widget
-    stays the run's view: its report, drawn where no widget is, says "saved run")."""
+    report a live run leaves when it ends is not a "saved run" and still judges an edit."""
     from kforge_nb.magics import live_widget
     api([answer(GOOD), recommendation("chunk the rows"), answer(FASTER),
          recommendation("chunk more", "use schedule(static, 8)"), answer(FASTEST)])
@@ -172,7 +171,7 @@ def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_
         {"click": "button[data-action=edit]"},
         {"record": second}, {"snapshot": "next"},
         {"record": final}, {"click": "button[data-tab=performance]"}, {"snapshot": "end"},
-        {"click": "button[data-tab=code]"},
+        {"report": final}, {"snapshot": "report"},
         {"fill": "textarea[data-input=code]", "value": "my edit"},
         {"click": "button[data-action=evaluate]"}, {"snapshot": "evaluated"}])
     following = seen["next"]["inputs"]
@@ -181,13 +180,9 @@ def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_
     rows = {row.split(" | ")[0].rstrip(" ★"): row.split(" | ")[7] for row in seen["end"]["rows"]}
     assert rows["1.0"] == "edit: chunk rows by 2 please"
     assert rows["2.0"] == "redirect: take 8 rows at a time"          # not "chunk more"
-    end = seen["end"]
-    assert end["renderer"] == "widget" and end["state"] == "finished" and end["roots"] == 1
-    assert not any("saved run" in note for note in end["notes"])
-    assert end["buttons"] == {"evaluate": {"disabled": False}}
-    assert end["inputs"]["code"]["readOnly"] is False
+    report = seen["report"]
+    assert report["renderer"] == "mime" and report["state"] == "finished" and report["roots"] == 1
+    assert not any("saved run" in note for note in report["notes"])
+    assert report["buttons"] == {"evaluate": {"disabled": False}}
+    assert report["inputs"]["code"]["readOnly"] is False
     assert seen["evaluated"]["sent"][-1] == {"action": "evaluate", "code": "my edit"}
-    report = render(tmp_path, "mime", final, [{"snapshot": "report"}])["report"]
-    assert report["renderer"] == "mime" and report["state"] == "finished"
-    assert any("saved run — no kernel" in note for note in report["notes"])
-    assert report["buttons"] == {"evaluate": {"disabled": True}} and report["sent"] == []

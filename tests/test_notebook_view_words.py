@@ -1,7 +1,8 @@
 """What the view says where a new user meets it (issue 38), on records of real sessions drawn by
 the committed bundle in jsdom (labextension/test/render.mjs): the Correctness tab's trials,
 criterion and missing error map, the Profile tab's one profiled call beside the timed median,
-one numbering of iterations, and an evaluated edit shown in the Errors tab."""
+one numbering of iterations, an evaluated edit shown in the Errors tab, and a report that turns
+live when its run's kernel turns up."""
 from __future__ import annotations
 
 import pytest
@@ -80,3 +81,14 @@ def test_an_evaluated_edit_is_shown_in_the_errors_tab_once_judged(finished, tmp_
     assert judged["selected"] == edit and judged["shown"] == ["errors"]
     assert "mismatch" in judged["panes"]["errors"] and "no errors" not in judged["panes"]["errors"]
     assert judged["status"].count("mismatch") == 1       # the verdict said once
+
+
+def test_a_report_opened_before_its_kernel_turns_up_turns_live(finished, tmp_path):
+    seen = render(tmp_path, "mime", record_of(finished), [
+        {"snapshot": "saved"}, {"kernel": True}, {"snapshot": "live"}])
+    saved, live = seen["saved"], seen["live"]
+    assert any("saved run — no kernel" in n for n in saved["notes"])
+    assert saved["buttons"]["evaluate"]["disabled"] and saved["inputs"]["code"]["readOnly"]
+    assert not any("saved run" in n for n in live["notes"])
+    assert not live["buttons"]["evaluate"]["disabled"] and not live["inputs"]["code"]["readOnly"]
+    assert "saved run" not in live["panes"]["code"]

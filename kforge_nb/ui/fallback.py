@@ -116,9 +116,8 @@ def to_text(record: dict) -> str:
 
 def to_html(record: dict) -> str:
     s, best = record["summary"], record.get("best")
-    # .kforge-report: the live widget's style hides this beside it (labextension/style/view.css)
-    parts = [f'<div class="kforge-report" style="{FONT};max-width:100%;border:1px solid #ccc;'
-             f'border-radius:4px;padding:8px">',
+    parts = [f'<div style="{FONT};max-width:100%;border:1px solid #ccc;border-radius:4px;'
+             f'padding:8px">',
              f'<div style="font-size:14px"><b>kforge</b> · {esc(headline(record)[8:])}</div>',
              f'<div>{esc(best_line(record))}</div>']
     if busy_line(record):

@@ -3,7 +3,7 @@ carries it in a notebook cell.
 
     run_record(session)   the one description of a run (JSON-able; data only, never HTML)
     bundle(record)        application/vnd.kforge.run+json, with text/html and text/plain fallbacks
-    ReportView            the bundle in the cell: the run's saved form (one display channel)
+    ReportView            the bundle in the cell's output, updated in place as the run goes
 
 One front-end view draws the record (labextension/src/view.ts): live in the anywidget of
 widget.py, and from a saved notebook as JupyterLab's renderer of the MIME type. The fallbacks
@@ -257,17 +257,16 @@ def register_display(ipython) -> None:
 
 
 class ReportView:
-    """The report (the bundle) in the cell: one display channel per run. At a frontend the live
-    widget draws the run while it goes, and the report is shown once, below it, when the run
-    ends (then updated in place for an edit judged after the end): the saved form of the run,
-    which a notebook reopened without its kernel, nbconvert and GitHub show. While the widget
-    draws, the labextension's style hides the report (style/view.css). Headless, or where
-    there is no widget, the report alone follows the run, updated in place (display_id)."""
+    """The cell's outputs: the live widget (at a frontend), then the bundle, shown once and
+    updated in place (display_id) as the session goes on. When the session ends, the cell is
+    cleared (deferred: no flicker) and the final bundle shown again under the same display id:
+    the report is then the cell's one output, the same view with the end state, and a saved
+    notebook keeps no widget (reopened without its kernel, a widget reads "model not found")."""
 
     def __init__(self, session, shell=None):
         self.session, self.shell = session, shell
         self.handle = None
-        self.deferred = False       # the widget draws the run: the report waits for its end
+        self.widget_shown = False
         self._parent = None
         self._lock = threading.Lock()
         session.subscribe(self)
@@ -282,25 +281,22 @@ class ReportView:
         self._parent = None if headless else getattr(pub, "parent_header", None)
         if widget is not None:
             display(widget)
-        with self._lock:
-            self.deferred = widget is not None and not self.session.finished
-            if not self.deferred:
-                self.handle = display(bundle(run_record(self.session)), raw=True,
-                                      display_id=True)
+            self.widget_shown = True
+        self.handle = display(bundle(run_record(self.session)), raw=True, display_id=True)
 
     def __call__(self, event: Event) -> None:
-        if event.kind not in UPDATE_ON:
+        if self.handle is None or event.kind not in UPDATE_ON:
             return
         with self._lock:
-            if self.handle is None and not (self.deferred and event.kind == "finished"):
-                return
             pub = getattr(self.shell, "display_pub", None)
             if self._parent and threading.current_thread() is not threading.main_thread() \
                     and hasattr(pub, "set_thread_parent"):
                 pub.set_thread_parent(self._parent)   # route the update to the magic's cell
             shown = bundle(run_record(self.session))
-            if self.handle is None:
-                from IPython.display import display
-                self.handle = display(shown, raw=True, display_id=True)
+            if event.kind == "finished" and self.widget_shown:
+                from IPython.display import clear_output
+                clear_output(wait=True)
+                self.handle.display(shown, raw=True)
+                self.widget_shown = False
             else:
                 self.handle.update(shown, raw=True)

@@ -51,8 +51,7 @@ class RunWidget(anywidget.AnyWidget):
     def __repr__(self) -> str:
         # the widget output's text/plain: what GitHub or a kernel-less notebook shows for it
         p = self.session.problem.name
-        target = self.session.target.name
-        return f"kforge live view: {p} on {target} (its report follows at the end)"
+        return f"kforge live view: {p} on {self.session.target.name} (the report below is saved)"
 
     # --- session -> browser -------------------------------------------------------------------
     def __call__(self, event: Event) -> None:

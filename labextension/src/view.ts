@@ -5,8 +5,9 @@
  *   header       problem, target, device, provider; "iteration i/N" and Stop while running (and
  *                that Kernel > Interrupt stops it too), the end state and why once finished
  *   notes        timings that are not performance figures, the busy banner (a timing taken on a
- *                busy machine), notices, "saved run — no kernel" (the report: it shows where
- *                the live widget cannot be drawn, a notebook opened from disk or a new kernel)
+ *                busy machine), notices, "saved run — no kernel" (a report with no kernel behind
+ *                it: opened from disk; a live run's own report stays live, and one reloaded
+ *                while its kernel lives turns live when the kernel's model arrives, live.ts)
  *   status       what the session does now, and the kernel's reply to the last action
  *   candidates   one chip per candidate (unique ids), with its speedup and 95 % interval
  *                ("1.42x ±6%"), its head-to-head with the best of its time ("faster than 0.0
@@ -58,7 +59,8 @@ export type Renderer = 'widget' | 'mime';
 
 export interface Host {
   renderer: Renderer;
-  /** Hands an action to the kernel: the widget's; absent in the report (no kernel behind it). */
+  /** Hands an action to the kernel; absent where there is none (a saved notebook), until the
+   * run's model turns up (`connect`: a page reloaded while the kernel lives). */
   send?: (action: Action) => void;
 }
 
@@ -163,9 +165,18 @@ export class RunView {
     parent.appendChild(this.root);
   }
 
-  /** Whether a kernel is behind this view: the widget's, never the report's. */
+  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
+   * this page (live.ts); never a report opened from disk. */
   get live(): boolean {
     return this.host.send !== undefined;
+  }
+
+  /** The run's kernel turned up (its widget model, after a page reload): buttons and editor
+   * on, "saved run" gone. */
+  connect(send: (action: Action) => void): void {
+    this.host.send = send;
+    this.drawn.clear();
+    this.render();
   }
 
   /** "Evaluate my edit": the candidate it becomes is shown in the tabs once it arrives. */

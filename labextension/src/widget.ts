@@ -3,24 +3,24 @@
  * Bundled by esbuild into kforge_nb/ui/static/view.js, the widget's `_esm`.
  *
  * The kernel syncs `record` (and `message`, its reply to the last action); the view sends
- * actions back with model.send({action, text?, code?}). The widget is the run's one live view:
- * it stays in the cell after the run ends (an edit can still be judged), and the report the
- * kernel shows below it then is hidden while it draws (style/view.css).
+ * actions back with model.send({action, text?, code?}). The model outlives the widget's view
+ * (the kernel clears the cell when the run ends): the run's report keeps using it (live.ts).
  */
-import { Action, RunRecord } from './record';
+import { LiveModel, remember } from './live';
+import { RunRecord } from './record';
 import { RunView } from './view';
 
 export { RunView } from './view';
-
-interface Model {
-  get(name: string): unknown;
-  on(event: string, callback: () => void): void;
-  off(event: string, callback: () => void): void;
-  send(content: Action): void;
-}
+export { reportView } from './live';
 
 export default {
-  render({ model, el }: { model: Model; el: HTMLElement }): () => void {
+  /** The model is made: remembered by run id even where no view of it is drawn (a page
+   * reloaded while its kernel lives), so the run's report turns live (live.ts). */
+  initialize({ model }: { model: LiveModel }): void {
+    remember(model);
+  },
+  render({ model, el }: { model: LiveModel; el: HTMLElement }): () => void {
+    remember(model); // the run's report, shown when the run ends, stays live (live.ts)
     const view = new RunView(el, { renderer: 'widget', send: action => model.send(action) });
     const draw = () => view.update(model.get('record') as RunRecord, (model.get('message') as string) || '');
     draw();

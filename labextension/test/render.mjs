@@ -5,9 +5,10 @@
 //
 // SCENARIO: {"renderer": "widget" | "mime", "record": {...}, "steps": [STEP, ...]}; a STEP is
 // {"click": SELECTOR} | {"fill": SELECTOR, "value": TEXT} | {"record": {...}} (the kernel
-// syncs a new record; for "mime", JupyterLab renders a new bundle) | {"message": TEXT} |
-// {"snapshot": NAME}. A snapshot's "tree" lists the candidates tree's nodes (the node each is
-// nested in, flags, tags, row text, Pin / Prune buttons). "widget" renders through the
+// syncs a new record) | {"message": TEXT} | {"kernel": true} (the widget manager makes the run's
+// model in this page, as after a reload with the kernel alive: anywidget's initialize) | {"report": {...}} (the run ended: the kernel clears
+// the widget and shows the report, drawn as index.ts draws it) | {"snapshot": NAME}. A snapshot's "tree" lists the
+// candidates tree's nodes (the node each is nested in, flags, tags, row text, Pin / Prune buttons). "widget" renders through the
 // anywidget entry (default export, with a model that records model.send); "mime" through
 // RunView as JupyterLab's renderer does (index.ts). Needs jsdom (`npm ci` in labextension/).
 // tests/test_notebook_labextension.py runs it on records of real sessions.
@@ -44,11 +45,11 @@ function set(name, value) {
 const host = document.createElement('div');
 document.body.appendChild(host);
 let mime = null;
+let cleanup = null;
 if (scenario.renderer === 'mime') {
-  mime = new view.RunView(host, { renderer: 'mime' }); // as index.ts: no kernel behind it
-  mime.update(scenario.record);
+  mime = view.reportView(host, scenario.record); // opened from disk: no live model of its run
 } else {
-  view.default.render({ model, el: host });
+  cleanup = view.default.render({ model, el: host });
 }
 
 function snapshot() {
@@ -112,12 +113,18 @@ for (const step of scenario.steps || [{ snapshot: 'end' }]) {
     node.click();
   } else if (step.fill) {
     document.querySelector(step.fill).value = step.value;
+  } else if (step.report) {
+    cleanup?.(); // the kernel's clear_output: the widget's view goes, its model stays
+    cleanup = null;
+    mime = view.reportView(host, step.report);
   } else if (step.record) {
-    if (mime) {
+    if (mime && scenario.renderer === 'mime') {
       mime.update(step.record);
     } else {
       set('record', step.record);
     }
+  } else if (step.kernel) {
+    view.default.initialize({ model }); // the run's model made in this page (a reload, kernel alive)
   } else if (step.message !== undefined) {
     set('message', step.message);
   } else if (step.snapshot) {

@@ -8,8 +8,8 @@ its timeline drawn by plotly) and the Correctness tab (the trials asked for and 
 another batch size, the criterion and its margin, the one reason there is no error map); an
 edit that does not compile, evaluated from the editor, is shown in the Errors tab at its line;
 then it uses Kernel > Interrupt while no cell runs, and the run stops. Last, the page is
-reloaded with the kernel alive: the run's widget is drawn again from the kernel, live (no
-"saved run — no kernel", the editor on), and its saved report stands aside.
+reloaded with the kernel alive: the run's report knows its kernel (no "saved run — no kernel",
+the editor on).
 
 Every wait is on a state of the page or the kernel, with generous limits; nothing depends on
 how fast this machine is. Screenshots of each step: kforge-runs/browser/.
@@ -151,7 +151,7 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     lab_page.shot("interrupted", focus=finished)
     assert "finished: stopped by the user" in finished.locator("[data-role=header]").inner_text()
 
-    # --- saved, reloaded with the kernel alive: the widget, live again, is the one view --------
+    # --- saved, reloaded with the kernel alive: the report knows its kernel --------------------
     path = jupyter_lab.root / NOTEBOOK
     mtime = path.stat().st_mtime_ns
     cells.nth(0).locator(".jp-InputPrompt").click()     # command mode: Ctrl+S is the notebook's
@@ -164,18 +164,15 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     assert path.stat().st_mtime_ns != mtime, "Ctrl+S did not write the notebook"
     page.reload(timeout=PAGE_MS)
     cells.nth(2).wait_for(state="visible", timeout=PAGE_MS)
+    report = cells.nth(2).locator("div.kforge-run[data-renderer=mime]").first
+    report.wait_for(state="visible", timeout=PAGE_MS)
     kernel_idle(page)
     widgets_settled(page)
-    live = cells.nth(2).locator("div.kforge-run[data-renderer=widget]").first
-    live.wait_for(state="visible", timeout=KERNEL_MS)   # its model, from the live kernel
-    lab_page.shot("reloaded-live", focus=live)
-    assert live.get_attribute("data-state") == "finished"
-    assert "saved run" not in live.inner_text()
-    assert live.locator("button[data-action=evaluate]").first.is_enabled()
-    assert not live.locator("textarea[data-input=code]").first.evaluate("e => e.readOnly")
-    report = cells.nth(2).locator("div.kforge-run[data-renderer=mime]").first
-    report.wait_for(state="attached", timeout=KERNEL_MS)
-    assert not report.is_visible(), "the saved report shows beside the live widget"
+    page.wait_for_function("e => !e.innerText.includes('saved run — no kernel')",
+                           arg=report.element_handle(), timeout=KERNEL_MS, polling=250)
+    lab_page.shot("reloaded-live", focus=report)
+    assert report.locator("button[data-action=evaluate]").first.is_enabled()
+    assert not report.locator("textarea[data-input=code]").first.evaluate("e => e.readOnly")
     assert not console_errors(lab_page), console_errors(lab_page)
 
 

@@ -35888,9 +35888,17 @@ var RunView = class {
     );
     parent.appendChild(this.root);
   }
-  /** Whether a kernel is behind this view: the widget's, never the report's. */
+  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
+   * this page (live.ts); never a report opened from disk. */
   get live() {
     return this.host.send !== void 0;
+  }
+  /** The run's kernel turned up (its widget model, after a page reload): buttons and editor
+   * on, "saved run" gone. */
+  connect(send) {
+    this.host.send = send;
+    this.drawn.clear();
+    this.render();
   }
   /** "Evaluate my edit": the candidate it becomes is shown in the tabs once it arrives. */
   evaluate() {
@@ -36442,9 +36450,77 @@ function profiledVersusTimed(lane, kernelUs, timedMs, rounds) {
   return `${lane}: ${kernels}; timed median ${num(timedMs)} ms${rounds ? ` over ${rounds} rounds` : ""}${relation}`;
 }
 
+// src/live.ts
+var KEY = "__kforge_live_runs_v2__";
+function registry() {
+  const g = globalThis;
+  const found = g[KEY] || { models: /* @__PURE__ */ new Map(), waiting: /* @__PURE__ */ new Map() };
+  g[KEY] = found;
+  return found;
+}
+function remember(model) {
+  const record = model.get("record");
+  if (record && record.run_id) {
+    const { models, waiting } = registry();
+    models.set(record.run_id, model);
+    for (const connect of waiting.get(record.run_id) || []) {
+      connect(model);
+    }
+    waiting.delete(record.run_id);
+  }
+}
+function reportView(parent, record) {
+  const { models, waiting } = registry();
+  const view = new RunView(parent, { renderer: "mime" });
+  let model;
+  let shown = record;
+  const draw = () => {
+    const newer = model ? model.get("record") : void 0;
+    const current = newer && newer.state === "finished" ? newer : shown;
+    view.update(current, model ? model.get("message") || "" : "");
+  };
+  const connect = (live) => {
+    model = live;
+    view.connect((action) => live.send(action));
+    live.on("change:record", draw);
+    live.on("change:message", draw);
+    draw();
+  };
+  const known = record.run_id ? models.get(record.run_id) : void 0;
+  if (known) {
+    connect(known);
+  } else {
+    draw();
+    if (record.run_id) {
+      const list = waiting.get(record.run_id) || /* @__PURE__ */ new Set();
+      list.add(connect);
+      waiting.set(record.run_id, list);
+    }
+  }
+  return {
+    view,
+    update(next) {
+      shown = next;
+      draw();
+    },
+    dispose() {
+      waiting.get(record.run_id)?.delete(connect);
+      model?.off("change:record", draw);
+      model?.off("change:message", draw);
+      view.root.remove();
+    }
+  };
+}
+
 // src/widget.ts
 var widget_default = {
+  /** The model is made: remembered by run id even where no view of it is drawn (a page
+   * reloaded while its kernel lives), so the run's report turns live (live.ts). */
+  initialize({ model }) {
+    remember(model);
+  },
   render({ model, el: el2 }) {
+    remember(model);
     const view = new RunView(el2, { renderer: "widget", send: (action) => model.send(action) });
     const draw = () => view.update(model.get("record"), model.get("message") || "");
     draw();
@@ -36459,7 +36535,8 @@ var widget_default = {
 };
 export {
   RunView,
-  widget_default as default
+  widget_default as default,
+  reportView
 };
 /*! Bundled license information:
 
