@@ -142,6 +142,7 @@ def declared_hint(path: Path) -> str:
 
 def cmd_run(args) -> int:
     from .problem import Problem
+    from .session import finish
     from .session.config import resume_from_args, session_from_args
     from .ui.terminal import Progress, TerminalPolicy
     policy = TerminalPolicy() if args.review else None
@@ -169,7 +170,8 @@ def cmd_run(args) -> int:
             print(f"best kernel: {summary['artifacts']}/best_candidate.py")
     if session.error:
         print(f"kforge: {session.error}", file=sys.stderr)
-        bad_setup = session.finish_reason.startswith(("provider error", "bad input"))
+        bad_setup = session.finish is not None and session.finish.kind in (
+            finish.PROVIDER_ERROR, finish.BAD_INPUT)
         return EXIT_USAGE if bad_setup else EXIT_VERDICT
     return EXIT_CORRECT if session.best else EXIT_VERDICT
 

@@ -42,8 +42,6 @@ from .recompose import PartCode, recompose
 DECOMPOSE_TIMEOUT_S = 600.0
 # a part's kernel must beat its eager code by more than timing noise to replace it
 USE_MARGIN = 1.02
-# a part's session that ended so stops the whole model (see Session.run's finish reasons)
-SETUP_ERRORS = ("provider error", "bad input", "engine error", "internal error")
 
 
 class ModelError(ValueError):
@@ -207,9 +205,8 @@ class ModelSession:
     # --- the steps ----------------------------------------------------------------------------
     def _part_session(self, problem: Problem, folder: Path):
         from ..session.core import Session
-        options = dataclasses.replace(self.options)      # each Session sets its own out_dir
-        return Session(problem, self.target.name, agents=self.agents,
-                       budget=dataclasses.replace(self.budget), options=options,
+        return Session(problem, self.target.name, agents=self.agents,      # it copies options
+                       budget=dataclasses.replace(self.budget), options=self.options,
                        out=folder, executor=self.executor, search=self.search)
 
     def _optimise(self, part: int) -> None:
@@ -225,7 +222,7 @@ class ModelSession:
         self.rows[part].update(part_result(session, self.use))
         self._emit("part_finished", part=self.rows[part])
         self._save()
-        if session.finish_reason.startswith(SETUP_ERRORS):
+        if session.finish is not None and session.finish.failed:
             # the next part would fail the same way (no key, no model, a broken engine)
             raise ModelError(f"part {part}: {session.finish_reason}")
 
