@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .options import BENCH_SUMMARY, EVAL, MODEL, RUN, add_bench_arguments, add_options
+from .options import (BENCH_SUMMARY, DEFAULT_PRECISION, EVAL, MODEL, RUN, add_bench_arguments,
+                      add_options)
 
 EXIT_CORRECT, EXIT_VERDICT, EXIT_USAGE = 0, 1, 2
 
@@ -120,7 +121,7 @@ def take_declared_flags(args, path: Path) -> str:
             args.allow = [*(args.allow or []), value]
         elif flag == "--target" and args.target in (None, "auto"):
             args.target = value
-        elif flag == "--precision" and args.precision in (None, "strict"):
+        elif flag == "--precision" and args.precision in (None, DEFAULT_PRECISION):
             args.precision = value
     print(f"kforge eval: judging as the run did ({path.name}'s kforge-judged-with line): "
           f"{' '.join(words)}", file=sys.stderr)

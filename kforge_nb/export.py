@@ -27,6 +27,7 @@ from pathlib import Path
 from . import __version__
 from .artifacts import finite
 from .intervals import own_ms, valid_ci, versus_text
+from .options import DEFAULT_PRECISION
 from .runtime import cpp as _cpp, cuda as _cuda, native as _native
 
 RUNTIME_MODULES = {"native": _native, "cpp": _cpp, "cuda": _cuda}
@@ -72,7 +73,7 @@ def judged_with(session, attempt) -> list[str]:
     ops = [*options.guardrails.allow,
            *(attempt.generation.kept_ops if attempt.generation else ())]
     flags = ["--target", session.target.name]
-    if options.precision != "strict":
+    if options.precision != DEFAULT_PRECISION:
         flags += ["--precision", options.precision]
     for op in dict.fromkeys(ops):          # in order, once each
         flags += ["--allow", op]
