@@ -55,6 +55,7 @@ def test_list_finds_the_parts_shares_identical_blocks_and_checks_the_split(kforg
     assert "linear -> gelu" in done.stderr          # the parts table, for a person
 
 
+@pytest.mark.slow
 def test_a_whole_model_end_to_end_offline(kforge_cli, tmp_path):
     done = kforge_cli("model", str(MODEL), *FAST, "--use", "correct", "--json", timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -84,6 +85,7 @@ def test_a_whole_model_end_to_end_offline(kforge_cli, tmp_path):
     assert saved["end_to_end"]["state"] == "correct"
 
 
+@pytest.mark.slow
 def test_only_the_chosen_parts_and_the_rest_as_written(kforge_cli):
     listed = json.loads(kforge_cli("model", str(MODEL), "--target", "cpp", "--list",
                                    "--json").stdout)
@@ -118,6 +120,7 @@ def test_bad_input_is_a_clear_error(kforge_cli, tmp_path):
     assert done.returncode == 2 and "not a list of part numbers" in done.stderr
 
 
+@pytest.mark.slow
 def test_whole_model_cell_magic_in_a_shell(ip, tmp_path, capsys):  # noqa: F811
     cell = MODEL.read_text()
     flags = " ".join(FAST) + f" --use correct --top 1 --out {tmp_path} --block"
@@ -179,6 +182,7 @@ def test_whole_model_refuses_per_session_flags(ip, flag, tmp_path):  # noqa: F81
         ip.run_cell_magic("kforge", f"--whole-model {flag} --out {tmp_path}", MODEL.read_text())
 
 
+@pytest.mark.slow
 def test_whole_model_in_a_headless_notebook_keeps_one_final_view(tmp_path):
     """`%%kforge --whole-model` executed by nbclient: one display, redrawn in place as the
     parts finish; the saved notebook holds the parts table, the end-to-end line and the
@@ -201,6 +205,7 @@ def test_whole_model_in_a_headless_notebook_keeps_one_final_view(tmp_path):
     assert nb.cells[2].outputs[0].text.strip() == "correct"
 
 
+@pytest.mark.slow
 def test_a_measurement_hook_on_the_recomposed_model(kforge_cli):
     """--measure runs the user's throughput hook on the model and on the recomposed model,
     each in its own worker; the summary carries both (values, not which is faster)."""
