@@ -34,9 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
                    "get_init_inputs)")
     p.add_argument("candidate", help="candidate .py defining ModelNew")
     add_options(p, EVAL)
-    p.add_argument("--as-judged", action="store_true",
-                   help="judge with the flags the run that exported the candidate used (its "
-                   "'# kforge-judged-with:' line: --target, --precision, --allow only)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("run", help="generate, judge and improve kernels for a reference")

@@ -207,6 +207,9 @@ OPTIONS: tuple[Option, ...] = (
 
     # --json says something else per command
     Option("--json", "print one JSON object (the Result)", frozenset({EVAL}), action="store_true"),
+    Option("--as-judged", "judge with the flags the run that made the candidate used (its "
+           "'# kforge-judged-with:' line: --target, --precision, --allow only)",
+           frozenset({EVAL}), action="store_true"),
     Option("--json", "print a JSON summary at the end", frozenset({RUN}), action="store_true"),
     Option("--json", "print one JSON object: the bench's folder, its totals (correctness, "
            "fast_p, geomeans) and rows", frozenset({BENCH}), action="store_true"),
