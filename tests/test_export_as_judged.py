@@ -1,6 +1,9 @@
 """`kforge eval` accepts what the run accepted (issue 36, item 6).
 
-The builtin agent keeps `torch.round` in torch on purpose and its run allows it; `kforge eval`
+The builtin agent keeps `torch.round` in torch on purpose and its run allows it (the problem
+scales by powers of two, so the kernel's arithmetic is exact and no draw can flip a rounding:
+a per-row scale `amax / 127` does flip one value in some draws, the builtin agent's open
+rounding issue, named by the verdict as one quantisation step); `kforge eval`
 of the run's best_candidate.py without that allowance refuses it (`torch-compute-at-runtime`).
 The file carries the run's flags on a first line the session writes (`# kforge-judged-with:`);
 the refusal names them, `kforge eval --as-judged` judges the file as the run did, and the
@@ -26,8 +29,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x):
-        scale = x.abs().amax(-1, keepdim=True) / 127.0
-        return torch.round(x / scale).clamp(-127, 127) * scale
+        return torch.round(x * 8.0).clamp(-127, 127) * 0.125
 
 
 def get_inputs():
