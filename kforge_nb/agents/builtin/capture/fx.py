@@ -17,8 +17,10 @@ import torch
 import torch.fx
 
 from .errors import CaptureError
+from .export import export
 from .ir import Graph
 from .lowerer import Lowerer
+from .mutations import first_write
 
 
 @dataclass
@@ -59,24 +61,56 @@ def build(source: str, meta: bool):
     return namespace, model, inputs
 
 
+def first_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def trace(model: torch.nn.Module, inputs: list) -> tuple[torch.fx.GraphModule, str | None]:
+    """The reference's graph and, when torch.export had to capture it, the note that says why.
+
+    fx symbolic tracing first (what every KernelBench problem was lowered from); torch.export
+    where fx cannot trace forward, or where forward writes in place, which fx records as a node
+    nobody reads (mutations.py)."""
+    try:
+        gm = torch.fx.symbolic_trace(model)
+    except Exception as exc:
+        why = f"torch.fx could not trace the reference ({first_line(exc)})"
+    else:
+        write = first_write(gm)
+        if write is None:
+            return gm, None
+        why = f"the reference writes in place ({write})"
+    try:
+        return export(model, inputs), f"{why}: captured with torch.export on the example " \
+            "inputs" + (", each write as a new value" if "in place" in why else "")
+    except CaptureError as exc:
+        raise CaptureError(f"{why}, and {exc}") from None
+    except Exception as exc:
+        raise CaptureError(f"{why}, and torch.export could not capture it either "
+                           f"({first_line(exc)})") from None
+
+
 def capture(source: str) -> Captured:
     errors = []
     for meta in (True, False):
         try:
             namespace, model, inputs = build(source, meta)
-            gm = torch.fx.symbolic_trace(model)
+            gm, how = trace(model, inputs)
             recorder = Recorder(gm)
             with torch.no_grad():
                 recorder.run(*inputs)
             break
         except Exception as exc:          # meta first; a real run when meta is not enough
-            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            errors.append(str(exc) if isinstance(exc, CaptureError) else first_line(exc))
     else:
-        raise CaptureError("torch.fx could not trace the reference (" + "; ".join(errors) + ")")
+        if all(e == errors[0] for e in errors):
+            raise CaptureError(errors[0])
+        raise CaptureError("the reference could not be captured (" + "; ".join(errors) + ")")
     lowerer = Lowerer(model, recorder.values)
     lowerer.gm = gm
     graph = lowerer.lower(gm)
-    return Captured(graph, model, namespace, lowerer.notes, lowerer.kept, meta)
+    notes = ([how] if how else []) + lowerer.notes
+    return Captured(graph, model, namespace, notes, lowerer.kept, meta)
 
 
 __all__ = ["capture", "Captured", "CaptureError"]

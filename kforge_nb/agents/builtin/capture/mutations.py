@@ -1,0 +1,67 @@
+"""In-place writes in a traced reference: fx records `y.index_copy_(0, i, u)` or `s[..., 0] = v`
+as a node whose result nobody reads, and the lowerer keeps only what the outputs read, so such a
+write would vanish with everything that fed it. `first_write` names the first one, so that the
+capture can hand the module to torch.export (export.py), whose functionalisation turns each
+write into a new value that later reads see.
+"""
+from __future__ import annotations
+
+import operator
+
+import torch.fx
+
+from .fx_source import resolve
+
+
+def op_name(fx: torch.fx.Node) -> str:
+    """How the reference wrote the op: `Tensor.add_`, `torch.relu_`, `item assignment`."""
+    if fx.op == "call_module":
+        return f"self.{fx.target}"
+    if fx.op == "call_method":
+        return f"Tensor.{fx.target}"
+    if fx.target is operator.setitem:
+        return "item assignment"
+    space, leaf = resolve(fx.target)
+    return f"{space}.{leaf}" if space else leaf
+
+
+def writes_in_place(fx: torch.fx.Node) -> bool:
+    """A method or function named with a trailing `_` (add_, index_copy_, copy_), or setitem."""
+    if fx.op == "call_method":
+        name = fx.target
+    elif fx.op == "call_function":
+        if fx.target is operator.setitem:
+            return True
+        name = resolve(fx.target)[1]
+    else:
+        return False
+    return name.endswith("_") and not name.endswith("__")
+
+
+def inplace_flag(gm: torch.fx.GraphModule, fx: torch.fx.Node) -> bool:
+    """F.relu(x, inplace=True) or a call of nn.ReLU(inplace=True)."""
+    if fx.op == "call_module":
+        return getattr(gm.get_submodule(fx.target), "inplace", False) is True
+    return fx.kwargs.get("inplace") is True
+
+
+def overwritten_later(gm: torch.fx.GraphModule, fx: torch.fx.Node) -> bool:
+    """An op run in place whose input is still read after it: the read must see the new
+    values, which the lowerer (treating the op as out of place) would not give it."""
+    if not inplace_flag(gm, fx) or not fx.args:
+        return False
+    target = fx.args[0]
+    if not isinstance(target, torch.fx.Node):
+        return False
+    order = {n: k for k, n in enumerate(fx.graph.nodes)}
+    return any(order[user] > order[fx] for user in target.users if user is not fx)
+
+
+def first_write(gm: torch.fx.GraphModule) -> str | None:
+    """The name of the first in-place write in the traced graph, or None when it has none."""
+    for fx in gm.graph.nodes:
+        if writes_in_place(fx):
+            return op_name(fx)
+        if overwritten_later(gm, fx):
+            return f"{op_name(fx)} (inplace=True)"
+    return None
