@@ -1,0 +1,32 @@
+"""The residual add fused before RMSNorm (vLLM's fused_add_rms_norm, Llama / Qwen decoder
+layers): returns the normed hidden state and the new residual, both bf16."""
+import os
+
+import torch
+import torch.nn as nn
+
+# serving sizes; KFORGE_REALWORLD_SHRINK divides them for the CPU (benchmarks/realworld.py)
+SHRINK = int(os.environ.get("KFORGE_REALWORLD_SHRINK", "1"))
+TOKENS, HIDDEN = 8192 // SHRINK, 4096 // SHRINK
+
+
+class Model(nn.Module):
+    def __init__(self, hidden: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(hidden).to(torch.bfloat16))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor):
+        residual = x + residual
+        h = residual.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(torch.bfloat16), residual
+
+
+def get_inputs():
+    return [torch.randn(TOKENS, HIDDEN, dtype=torch.bfloat16),
+            torch.randn(TOKENS, HIDDEN, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return [HIDDEN]
