@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from .errors import CaptureError
+from .mutations import state_refusal
 
 # ATen ops that read as a tensor method in forward (no torch.<name> with the same arguments)
 METHODS = {"sym_size": "size", "view": "view", "_unsafe_view": "view", "reshape": "reshape", "expand": "expand",
@@ -44,9 +45,7 @@ def export(model: torch.nn.Module, inputs: list) -> torch.fx.GraphModule:
     program = program.run_decompositions({})
     state = program.graph_signature.buffers_to_mutate
     if state:
-        names = ", ".join(sorted(set(state.values())))
-        raise CaptureError(f"the reference updates its buffer {names} in place: state kept "
-                           "between calls, which a candidate's kernels cannot reproduce")
+        raise state_refusal(state.values())
     unlifted = program.module()
     return as_torch_graph(unlifted, program.call_spec.out_spec)
 

@@ -20,7 +20,7 @@ from .errors import CaptureError
 from .export import export
 from .ir import Graph
 from .lowerer import Lowerer
-from .mutations import first_write
+from .mutations import first_write, refuse_state_writes, state_versions
 
 
 @dataclass
@@ -71,8 +71,12 @@ def trace(model: torch.nn.Module, inputs: list) -> tuple[torch.fx.GraphModule, s
     fx symbolic tracing first (what every KernelBench problem was lowered from); torch.export
     where fx cannot trace forward, or where forward writes in place, which fx records as a node
     nobody reads (mutations.py)."""
+    state = state_versions(model)
     try:
         gm = torch.fx.symbolic_trace(model)
+        refuse_state_writes(model, inputs, state)
+    except CaptureError:
+        raise
     except Exception as exc:
         why = f"torch.fx could not trace the reference ({first_line(exc)})"
     else:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import operator
 
+import torch
 import torch.fx
 
-from .fx_source import resolve
+from .errors import CaptureError
+from .fx_source import resolve, torch_calls
 
 
 def op_name(fx: torch.fx.Node) -> str:
@@ -65,3 +67,27 @@ def first_write(gm: torch.fx.GraphModule) -> str | None:
         if overwritten_later(gm, fx):
             return f"{op_name(fx)} (inplace=True)"
     return None
+
+
+def state_versions(model: torch.nn.Module) -> dict[str, int]:
+    """Each parameter's and buffer's version counter: torch bumps it on every in-place write."""
+    return {name: t._version for name, t in [*model.named_parameters(), *model.named_buffers()]}
+
+
+def refuse_state_writes(model: torch.nn.Module, inputs: list, before: dict[str, int]) -> None:
+    """fx runs `self.buf.add_(1)` eagerly while tracing (a buffer is no proxy) and records
+    nothing: the version counters are what shows it. State kept between calls is refused."""
+    written = sorted(name for name, version in state_versions(model).items()
+                     if version != before.get(name, version))
+    if not written:
+        return
+    with torch.no_grad():
+        ops = [n for n in torch_calls(lambda: model(*inputs))
+               if n.endswith("_") and not n.endswith("__")]
+    raise state_refusal(written, f"Tensor.{ops[0]}" if ops else "")
+
+
+def state_refusal(names, op: str = "") -> CaptureError:
+    where = ", ".join(f"self.{name}" for name in sorted(set(names)))
+    return CaptureError(f"the reference updates {where} in place{' with ' + op if op else ''}: "
+                        "state kept between calls, which a candidate's kernels cannot reproduce")
