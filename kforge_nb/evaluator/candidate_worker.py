@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import audit, harness, integrity, nsight, transfer
+from . import audit, harness, integrity, messages, nsight, transfer
 from .worker_common import (build, error_report, load_problem, load_weights, profile_fresh,
                             run_hook, start)
 
@@ -42,9 +42,10 @@ def candidate_main(conn, job: dict) -> None:
     conn.send({"built": True})
     if job["compile_only"]:
         return
-    command, weights_path = conn.recv()
+    command, args = messages.incoming(messages.CANDIDATE, conn.recv())
     if command != "construct":
         return
+    weights_path, = args
     device = job["device"]
     construction = audit.Calls()        # watched too: what __init__ computes is said
     try:
@@ -75,9 +76,10 @@ class Candidate:
         self.watched = audit.Calls()   # ... and every other call of the candidate's forward
 
     def serve(self) -> None:
+        """Serve the candidate's rows of the message table (messages.py) until "stop"."""
         while True:
-            command, *args = self.conn.recv()
-            if command == "stop":
+            command, args = messages.incoming(messages.CANDIDATE, self.conn.recv())
+            if command == messages.STOP:
                 return
             try:
                 reply = getattr(self, command)(*args)

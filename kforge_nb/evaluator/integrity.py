@@ -42,7 +42,7 @@ def resolve(path: str):
 # tests/test_trust_protocol.py checks that the workers' imports are all listed)
 OWN_MODULES = ("harness", "transfer", "audit", "workers", "worker_common", "judge_worker",
                "candidate_worker", "correctness", "integrity", "wire", "policy", "nsight",
-               "op_costs", "trial_values")
+               "op_costs", "trial_values", "messages")
 
 
 def own_modules() -> list[types.ModuleType]:

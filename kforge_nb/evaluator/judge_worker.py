@@ -7,12 +7,11 @@ candidate.
 from __future__ import annotations
 
 import os
-import statistics
 
 import torch
 
 from ..result import Correctness
-from . import correctness, harness, policy, transfer, trial_values
+from . import correctness, harness, messages, policy, transfer, trial_values
 from .op_costs import FlopCount
 from .process import available_memory
 from .worker_common import build, error_report, load_problem, profile_fresh, run_hook, start
@@ -84,9 +83,10 @@ class Judge:
         self.report = Correctness()
 
     def serve(self) -> None:
+        """Serve the judge's rows of the message table (messages.py) until "stop"."""
         while True:
-            command, *args = self.conn.recv()
-            if command == "stop":
+            command, args = messages.incoming(messages.JUDGE, self.conn.recv())
+            if command == messages.STOP:
                 return
             self.conn.send(getattr(self, command)(*args))
 
@@ -216,27 +216,6 @@ class Judge:
 
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         return run_hook(source, label, self.model, self.module, trial, self.device)
-
-    def baselines(self, under: str = "strict") -> dict:
-        """Eager and torch.compile in alternating blocks (a burst of load hits both sides):
-        a display, cached per problem (and policy, `under` one). The ratio is the median of
-        the blocks' ratios."""
-        inputs = self.sets.sets[0]
-        torch._dynamo.reset()   # a fresh compile: dynamo's guards need not cover every switch
-        with torch.no_grad(), policy.running_under(under, self.device):
-            compiled = compile_model(self.model, inputs)
-            if isinstance(compiled, dict):
-                return {"eager": harness.time_callable(lambda: self.model(*inputs), self.device),
-                        "compile": compiled}
-            blocks = []
-            for k in range(6):
-                pair = [lambda: self.model(*inputs), lambda: compiled(*inputs)]
-                timed = [harness.time_callable(fn, self.device, calls=10)["median_ms"]
-                         for fn in (pair if k % 2 == 0 else pair[::-1])]
-                blocks.append(timed if k % 2 == 0 else timed[::-1])
-        eager = statistics.median(b[0] for b in blocks)
-        ratio = statistics.median(b[0] / b[1] for b in blocks if b[1] > 0)
-        return {"eager": {"median_ms": eager}, "compile": {"median_ms": eager / ratio}}
 
 
 def candidates_outputs(path: str, outputs: list, compare) -> tuple[bool, str]:

@@ -45,7 +45,7 @@ from ..pyparse import parse_ast
 from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
                       Result)
 from ..targets import Target, get_target
-from . import sandbox
+from . import messages, sandbox
 from .device_lock import cpu_work, timing_lock
 from .jobs import candidate_job, reference_job
 from .options import EvalOptions
@@ -370,10 +370,11 @@ class Evaluation(WorkerTalk, TimedRounds):
         trial = {"seed": self.options.seed_for(self.secret, "hook"), "distribution": "given"}
         command = ("measure_hook", self.options.measure_hook, self.options.measure_label, trial)
         answers = {}
-        for side, worker in (("reference", self.judge), ("candidate", self.worker)):
+        for side, worker, role in (("reference", self.judge, messages.JUDGE),
+                                   ("candidate", self.worker, messages.CANDIDATE)):
             worker.extend(self.options.timeout_s)
             try:
-                worker.send(command)
+                worker.send(messages.outgoing(role, command))
                 answer = worker.recv()
                 if worker is self.worker:
                     answer = self.received(command, answer)

@@ -18,6 +18,7 @@ import math
 import re
 
 from ..result import COMPILE_FAILURE, RUNTIME_ERROR
+from .messages import reply_shape
 from .verdicts import CONTROL
 from .wire import ProtocolError
 
@@ -261,4 +262,4 @@ def checked(command: tuple, reply) -> dict:
     if "failed" in reply:
         return {**said, "failed": failure(reply["failed"])}
     said["unaudited"] = names(reply.get("unaudited", []), "`unaudited`")
-    return {**said, **SHAPES[command[0]](reply, command[1:])}
+    return {**said, **SHAPES[reply_shape(command[0])](reply, command[1:])}

@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import artifacts
 from ..problem import Problem
 from ..targets import Target
-from . import replies, sandbox
+from . import messages, replies, sandbox
 from .jobs import candidate_job
 from .options import EvalOptions
 from .process import Worker, WorkerFailure
@@ -75,7 +75,7 @@ class Rival:
         self.worker.extend(self.options.timeout_s)
         began = time.monotonic()
         try:
-            self.worker.send(command)
+            self.worker.send(messages.outgoing(messages.CANDIDATE, command))
         except (WorkerFailure, OSError) as failure:
             raise RivalFailed(f"its worker stopped: {failure}") from None
         reply = self.checked(command, self.ask_frame(self.worker.recv, f"`{command[0]}`"))

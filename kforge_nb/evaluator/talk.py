@@ -8,7 +8,7 @@ import time
 
 from ..problem import ProblemError
 from ..result import RUNTIME_ERROR, Result
-from . import replies
+from . import messages, replies
 from .process import Worker, WorkerFailure
 from .verdicts import CandidateFailed, end_of_log, judge_stopped, problem_message
 from .wire import ProtocolError
@@ -48,7 +48,7 @@ class WorkerTalk:
         self.judge.extend(max(self.options.timeout_s, 600.0))
         self.judge_step = command[0]
         try:
-            self.judge.send(command)
+            self.judge.send(messages.outgoing(messages.JUDGE, command))
         except OSError:
             pass      # its end is closed: waiting for the reply says why (its exit status)
         except WorkerFailure as failure:
@@ -93,7 +93,7 @@ class WorkerTalk:
         self.worker.extend(self.options.timeout_s)
         began = time.monotonic()
         try:
-            self.worker.send(command)
+            self.worker.send(messages.outgoing(messages.CANDIDATE, command))
         except OSError:
             pass      # its end is closed: waiting for the reply says why (its exit, a deadline)
         reply = self.received(command, self.worker.recv())

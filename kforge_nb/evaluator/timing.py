@@ -10,7 +10,7 @@ import statistics
 import time
 
 from ..result import MISMATCH, REJECTED, Result
-from . import clocks, nsight, stats, transfer
+from . import clocks, messages, nsight, stats, transfer
 from .figures import TimingFigures, profile_note
 from .process import WorkerFailure, descendants
 from .rival import RivalFailed
@@ -372,7 +372,7 @@ class TimedRounds(TimingFigures):
         try:
             command = ("nsight", prefix, str(self.folder / "weights.pt"), trial,
                        NSIGHT_TIMEOUT_S)
-            self.worker.send(command)
+            self.worker.send(messages.outgoing(messages.CANDIDATE, command))
             reply = self.received(command, self.worker.recv())
         except (WorkerFailure, OSError) as failure:     # the verdict stands without them
             reply = {"ncu_error": f"the candidate's worker stopped while ncu ran: {failure}"}
