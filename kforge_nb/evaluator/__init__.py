@@ -29,7 +29,8 @@ In the worker processes (forked from zygote.py; no verdict is decided there)
   candidate_worker.py the candidate: trials under audit, timed blocks, kept outputs, samples
   worker_common.py    what both workers share: loading the problem, building a model, hooks,
                       profiles, error reports
-  harness.py          loading source, trial inputs, timing and profiling (clocks bound at import)
+  harness.py          loading source, trial inputs, timing and profiling (clocks bound at import;
+                      timing sets moved to fresh memory before each CPU block)
   trial_values.py     the tails trial's values: large, tiny and zero, each input's signs kept
   correctness.py      the comparison, in the outputs' own precision, a chunk at a time;
                       complex outputs as complex; the float64 answer where one may be noise
@@ -43,6 +44,10 @@ In the worker processes (forked from zygote.py; no verdict is decided there)
   sandbox_privileges.py  privileges dropped and the syscall filter
   sandbox_libc.py     the system calls the sandbox makes through libc
   zygote.py, wire.py  the fork server and the frames on its sockets
+
+Shared by both sides
+  messages.py     the one message table: each command, the worker that serves it, its
+                  arguments, the candidate reply's shape
 """
 from __future__ import annotations
 
