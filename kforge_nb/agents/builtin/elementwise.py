@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .op_records import OPS
 
 
@@ -74,6 +76,15 @@ class Formulas:
         constant exponent, or None for a tensor)."""
         raise NotImplementedError
 
+    def divide_exactly(self, x: str, d: str) -> str:
+        """x / d correctly rounded (IEEE), as torch divides two tensors on every device."""
+        return f"({x} / {d})"
+
+    def divide_by_number(self, x: str, d: str, number) -> str:
+        """x / d for a Python number d, as torch divides by one on the device the kernel runs
+        on (C++: the CPU, where torch divides truly)."""
+        return f"({x} / {d})"
+
 
 class StdFormulas(Formulas):
     """C++ with the library's maths (libm): the conservative version."""
@@ -124,6 +135,28 @@ class CppFormulas(StdFormulas):
         return f"vpow({base}, {exponent})"
 
 
+def float32_reciprocal(number) -> float:
+    """1 / number as torch computes it for a GPU's multiply: in float32, of the float32
+    number."""
+    return float(np.float32(1.0) / np.float32(number))
+
+
+def power_of_two(number) -> bool:
+    mantissa, _ = math.frexp(abs(float(number)))
+    return mantissa == 0.5
+
+
+# torch divides a tensor by a Python number as a multiply by the number's float32 reciprocal
+# on a GPU (ATen's div_true_kernel_cuda) and as a true division on the CPU; Triton kernels
+# that divide by a number read this to do the same wherever they run.
+RECIPROCAL_FLAG = "NUMBER_DIVISION_BY_RECIPROCAL"
+RECIPROCAL_FLAG_DEFINITION = (
+    "# torch divides a tensor by a Python number as a multiply by the number's float32\n"
+    "# reciprocal on a GPU and as a true division on the CPU (Triton's interpreter): the\n"
+    "# kernels below do the same, so a rounding after the division agrees with torch's.\n"
+    f"{RECIPROCAL_FLAG} = tl.constexpr(torch.cuda.is_available())")
+
+
 def triton_maximum(fn: str):
     return lambda f, a, attrs: f"tl.{fn}({a[0]}, {a[1]})"
 
@@ -142,6 +175,13 @@ class TritonFormulas(Formulas):
              "log1p": "tl.where(1.0 + {0} == 1.0, {0}, tl.log(1.0 + {0}) * ({0} / "
                       "((1.0 + {0}) - 1.0)))",
              "sin": "tl.sin({})", "cos": "tl.cos({})",
+             # to nearest, ties to even, as torch.round: adding 2**23 to |x| < 2**23 leaves no
+             # bits for a fraction, so the float32 add rounds it away (IEEE: ties to even);
+             # larger |x| are whole already. libdevice's rint has no interpreter version.
+             "nearbyint": "tl.where(tl.abs({0}) < 8388608.0, tl.where({0} < 0.0, "
+                          "-((8388608.0 - {0}) - 8388608.0), ({0} + 8388608.0) - 8388608.0), "
+                          "{0})",
+             "trunc": "tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))",
              "softplus": "(tl.maximum({0}, 0.0) + tl.log(1.0 + tl.exp(-tl.abs({0}))))",
              "floor": "tl.floor({})", "ceil": "tl.ceil({})"}
     code_for_op = {"maximum": triton_maximum("maximum"), "minimum": triton_maximum("minimum"),
@@ -158,6 +198,16 @@ class TritonFormulas(Formulas):
 
     def past_threshold(self, x: str, cond: str, soft: str) -> str:
         return self.select(cond, x, soft)
+
+    def divide_exactly(self, x: str, d: str) -> str:
+        # Triton's `/` on float32 is an approximate division on a GPU (up to 2 ulp)
+        return f"tl.fdiv({x}, {d}, ieee_rounding=True)"
+
+    def divide_by_number(self, x: str, d: str, number) -> str:
+        reciprocal = self.lit(float32_reciprocal(number))
+        if power_of_two(number):              # an exact reciprocal: the same on every device
+            return f"({x} * {reciprocal})"
+        return f"(({x} * {reciprocal}) if {RECIPROCAL_FLAG} else {self.divide_exactly(x, d)})"
 
     def general_power(self, base: str, exponent: str, value) -> str:
         if not isinstance(value, (int, float)):

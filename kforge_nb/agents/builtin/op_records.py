@@ -32,6 +32,9 @@ class OpRecord:
     torch: tuple[str, ...] = ()        # torch functions that are this op, one input and no
     #                                    argument of their own (torch.relu, F.silu, Tensor.exp)
     promotes: bool = False             # x * mask: a bool/int tensor is made float32 first
+    steps: bool = False                # its result moves a whole step where an operand moves
+    #                                    by its last bit (round, floor, a comparison): the
+    #                                    arithmetic before it must be torch's, bit for bit
 
     @property
     def cost(self) -> int:
@@ -61,6 +64,11 @@ def compare(symbol: str) -> Write:
     return lambda f, a, attrs: f.select(f"{a[0]} {symbol} {a[1]}", f.lit(1), f.lit(0))
 
 
+def holds(f, x: str) -> str:
+    """A mask's truth as torch reads a number: anything but 0 (NaN included) is true."""
+    return f"{x} != {f.lit(0)}"
+
+
 def extreme(symbol: str) -> Write:
     """maximum / minimum with NaN in the first operand passing through."""
     return lambda f, a, attrs: f.select(f"({a[0]} {symbol} {a[1]}) || ({a[0]} != {a[0]})",
@@ -75,7 +83,39 @@ def clamp06(f, x: str) -> str:
 # --- writers of one record each ----------------------------------------------------------------
 
 def w_where(f, a, attrs):
-    return f.select(f"{a[0]} != {f.lit(0)}", a[1], a[2])     # the condition is a 0 / 1 mask
+    return f.select(holds(f, a[0]), a[1], a[2])     # the condition is a 0 / 1 mask
+
+
+def w_logical_and(f, a, attrs):
+    return f.select(holds(f, a[0]), f.select(holds(f, a[1]), f.lit(1), f.lit(0)), f.lit(0))
+
+
+def w_logical_or(f, a, attrs):
+    return f.select(holds(f, a[0]), f.lit(1), f.select(holds(f, a[1]), f.lit(1), f.lit(0)))
+
+
+def w_logical_not(f, a, attrs):
+    return f.select(holds(f, a[0]), f.lit(0), f.lit(1))
+
+
+def w_div(f, a, attrs):
+    """torch's division (see `mark_divisions`): by a Python number as torch divides by one on
+    the device; a number over a tensor as torch's reciprocal times the number; correctly
+    rounded where a rounding follows (`exact`); else the language's own `/`."""
+    if attrs.get("divisor") is not None:
+        return f.divide_by_number(a[0], a[1], attrs["divisor"])
+    if attrs.get("numerator") is not None:
+        reciprocal = w_reciprocal(f, a[1:], attrs)
+        return reciprocal if attrs["numerator"] == 1 else f"({reciprocal} * {a[0]})"
+    if attrs.get("exact"):
+        return f.divide_exactly(a[0], a[1])
+    return f"({a[0]} / {a[1]})"
+
+
+def w_reciprocal(f, a, attrs):
+    if attrs.get("exact"):
+        return f.divide_exactly(f.lit(1), a[0])
+    return f"({f.lit(1)} / {a[0]})"
 
 
 def w_sign(f, a, attrs):
@@ -165,14 +205,16 @@ RECORDS = (
     OpRecord("add", 2, infix("+"), promotes=True),
     OpRecord("sub", 2, infix("-"), promotes=True),
     OpRecord("mul", 2, infix("*"), promotes=True),
-    OpRecord("div", 2, infix("/"), promotes=True),
+    OpRecord("div", 2, w_div, promotes=True),
     OpRecord("maximum", 2, extreme(">"), promotes=True),
     OpRecord("minimum", 2, extreme("<"), promotes=True),
     OpRecord("pow", 2, w_pow),
-    OpRecord("eq", 2, compare("==")), OpRecord("ne", 2, compare("!=")),
-    OpRecord("lt", 2, compare("<")), OpRecord("le", 2, compare("<=")),
-    OpRecord("gt", 2, compare(">")), OpRecord("ge", 2, compare(">=")),
+    OpRecord("eq", 2, compare("=="), steps=True), OpRecord("ne", 2, compare("!="), steps=True),
+    OpRecord("lt", 2, compare("<"), steps=True), OpRecord("le", 2, compare("<="), steps=True),
+    OpRecord("gt", 2, compare(">"), steps=True), OpRecord("ge", 2, compare(">="), steps=True),
     OpRecord("where", 3, w_where),
+    OpRecord("logical_and", 2, w_logical_and), OpRecord("logical_or", 2, w_logical_or),
+    OpRecord("logical_not", 1, w_logical_not, ("logical_not",)),
     OpRecord("relu", 1, w_relu, ("relu",)),
     OpRecord("sigmoid", 1, maths("sigmoid"), ("sigmoid",)),
     OpRecord("tanh", 1, maths("tanh"), ("tanh",)),
@@ -189,10 +231,13 @@ RECORDS = (
     OpRecord("log1p", 1, maths("log1p"), ("log1p",)),
     OpRecord("expm1", 1, lambda f, a, attrs: f"({f.call('exp', a[0])} - {f.lit(1)})",
              ("expm1",)),
-    OpRecord("reciprocal", 1, lambda f, a, attrs: f"({f.lit(1)} / {a[0]})", ("reciprocal",)),
+    OpRecord("reciprocal", 1, w_reciprocal, ("reciprocal",)),
     OpRecord("square", 1, lambda f, a, attrs: f"({a[0]} * {a[0]})", ("square",)),
-    OpRecord("floor", 1, maths("floor"), ("floor",)),
-    OpRecord("ceil", 1, maths("ceil"), ("ceil",)),
+    OpRecord("floor", 1, maths("floor"), ("floor",), steps=True),
+    OpRecord("ceil", 1, maths("ceil"), ("ceil",), steps=True),
+    OpRecord("trunc", 1, maths("trunc"), ("trunc", "fix"), steps=True),
+    # torch.round: to nearest, ties to even (its `decimals` is a converter's, ops_pointwise.py)
+    OpRecord("round", 1, maths("nearbyint"), steps=True),
     OpRecord("silu", 1, w_silu, ("silu",)),
     OpRecord("mish", 1, w_mish, ("mish",)),
     OpRecord("hardswish", 1, lambda f, a, attrs: f"({a[0]} * {clamp06(f, f'{a[0]} + {f.lit(3)}')}"
@@ -217,3 +262,37 @@ def expensive(fn: str) -> bool:
 # torch function name -> the op it is, for the torch functions that are one op exactly
 TORCH_NAMES = {name: r.name for r in RECORDS for name in r.torch}
 PROMOTING = frozenset(r.name for r in RECORDS if r.promotes)
+STEPS = frozenset(r.name for r in RECORDS if r.steps)
+
+
+def mark_divisions(nodes) -> None:
+    """Say in each division's attrs how torch divides, for its formula (`w_div`): by a Python
+    number (`divisor`: a multiply by its float32 reciprocal on a GPU, a true division on the
+    CPU); a number over a tensor (`numerator`: `Tensor.__rtruediv__` is the reciprocal times
+    the number); and, where the result reaches a stepping op (round, floor, a comparison)
+    through pointwise ops, `exact`: there a last-bit difference from torch's quotient is a
+    whole quantisation step (`round(x / scale)`), so it is never a reciprocal multiply or an
+    approximate division. Other divisions keep the faster forms."""
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+    for node in nodes:
+        if node.op != "pointwise" or node.fn not in ("div", "reciprocal"):
+            continue
+        if node.fn == "div" and number(node.args[1]):
+            node.attrs["divisor"] = float(node.args[1])
+        elif node.fn == "div" and number(node.args[0]):
+            node.attrs["numerator"] = float(node.args[0])
+        if reaches_step(node):
+            node.attrs["exact"] = True
+
+
+def reaches_step(node) -> bool:
+    todo, seen = list(node.users), set()
+    while todo:
+        user = todo.pop()
+        if id(user) in seen or user.op != "pointwise":
+            continue
+        if user.fn in STEPS:
+            return True
+        seen.add(id(user))
+        todo.extend(user.users)
+    return False

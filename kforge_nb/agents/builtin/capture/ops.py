@@ -23,8 +23,8 @@ from .ops_matmul import c_diag, c_einsum, c_linear, c_matmul, c_triangle
 from .ops_norms import c_batch_norm, c_group_norm, c_instance_norm, c_layer_norm, c_normalize, \
     c_rms_norm
 from .ops_pointwise import SIMPLE_UNARY, binary, c_celu, c_clamp, c_div, c_dropout, c_elu, \
-    c_float, c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_max_min, c_pow, c_relu6, c_selu, \
-    c_softplus, unary
+    c_float, c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_max_min, c_pow, c_relu6, c_round, \
+    c_selu, c_softplus, unary
 from .ops_reduce import c_adaptive_avg_pool, c_arg_reduce, c_cat, c_flip, c_logsumexp, c_norm, \
     c_reduce, c_scan, c_softmax, c_var_std, c_vector_norm
 
@@ -53,6 +53,7 @@ FUNCTIONS.update({
     "divide": (c_div, "input, other, rounding_mode=None"),
     "true_divide": (c_div, "input, other"),
     "pow": (c_pow, "input, exponent"),
+    "round": (c_round, "input, decimals=0"),
     "maximum": binary("maximum"), "minimum": binary("minimum"),
     "max": c_max_min("max"), "min": c_max_min("min"),
     "sum": c_reduce("sum"), "mean": c_reduce("mean"),

@@ -79,6 +79,13 @@ def c_div(lw, a):
     return lw.pw("div", a["input"], a["other"])
 
 
+def c_round(lw, a):
+    """torch.round: to nearest, ties to even; with `decimals` it scales first (kept in torch)."""
+    if a["decimals"] != 0:
+        return None
+    return lw.pw("round", a["input"])
+
+
 def c_pow(lw, a):
     return lw.pw("pow", a["input"], a["exponent"])
 

@@ -77,20 +77,21 @@ class CppKernel(Passes):
         return self.load(src, user, k)
 
     def divisors(self) -> set:
-        """Per-row values that elements are divided by: divide once, multiply per element."""
+        """Per-row values that elements are divided by: divide once, multiply per element
+        (not where a rounding follows: there the quotient must be torch's to the last bit)."""
         p = self.plan
         if self.lanes:
             return set()
         return {p.source(m.args[1]) for m in p.group.members
                 if m.fn == "div" and isinstance(m.args[1], Node) and p.space(m) == "full"
-                and p.space(p.source(m.args[1])) == "kept"}
+                and p.space(p.source(m.args[1])) == "kept" and not m.attrs.get("exact")}
 
     def reciprocal(self, node: Node) -> None:
         if node in self.inverted:
             self.emit(f"const float {node.name}_inv = 1.0f / {node.name};")
 
     def formula(self, m: Node) -> str:
-        if m.fn == "div" and isinstance(m.args[1], Node) and \
+        if m.fn == "div" and isinstance(m.args[1], Node) and not m.attrs.get("exact") and \
                 self.plan.source(m.args[1]) in self.inverted and self.plan.space(m) == "full":
             divisor = self.plan.source(m.args[1])
             return f"({self.value(m.args[0], m, 0)} * {divisor.name}_inv)"

@@ -11,6 +11,7 @@ well, exact fp32 (`tl.dot` in "ieee" precision) under the strict policy.
 from __future__ import annotations
 
 from ..assemble import Assembly, kept_summary
+from ..elementwise import RECIPROCAL_FLAG, RECIPROCAL_FLAG_DEFINITION
 from .gemm import TritonGemm, epilogue_for, operands
 from .group import TritonGroupKernel, launch_at_capture
 from .split import TritonSplitKernels, can_split
@@ -64,7 +65,10 @@ class TritonAssembly(Assembly):
             "import triton\nimport triton.language as tl"
 
     def kernel_text(self) -> str:
-        return "\n\n\n".join(self.kernels)
+        text = "\n\n\n".join(self.kernels)
+        if RECIPROCAL_FLAG in text:      # a kernel divides by a number as torch does
+            text = RECIPROCAL_FLAG_DEFINITION + "\n\n\n" + text
+        return text
 
     def runs(self, own):
         return None if own else (tuple(self.kernels), tuple(self.launches_here))
