@@ -114,6 +114,9 @@ def rewrite(graph: torch.fx.Graph, fx: torch.fx.Node, env: dict, device_of):
         return args[0]
     if name == "slice":
         return graph.call_function(operator.getitem, (args[0], sliced(*args[1:])))
+    if name == "index":                         # x[:, ids]: None stands for a whole dim
+        index = tuple(slice(None) if i is None else i for i in args[1])
+        return graph.call_function(operator.getitem, (args[0], index))
     if name == "copy":                          # dst's shape and dtype, src's values
         dst, src = args[:2]
         expanded = graph.call_method("expand_as", (src, dst))

@@ -74,6 +74,8 @@ class Keeper:
             head = literal(args[0], refs)
             index = args[1] if isinstance(args[1], tuple) else (args[1],)
             inner = ", ".join(literal(i, refs) for i in index)
+            if any(self.is_tensor_node(i) for i in index):    # x[ids]: a gather, not a view
+                return f"{head}[{inner}]", "kept", "index", "index"
             return f"{head}[{inner}]", "view" if self.is_tensor_node(args[0]) else "python", \
                 None, None
         if target is getattr:
