@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import torch
+
 from ...evaluator.op_costs import EXP, op_cost
 
 Write = Callable[[object, list, dict], str]     # (formulas, operand expressions, attrs) -> expr
@@ -32,6 +34,8 @@ class OpRecord:
     torch: tuple[str, ...] = ()        # torch functions that are this op, one input and no
     #                                    argument of their own (torch.relu, F.silu, Tensor.exp)
     promotes: bool = False             # x * mask: a bool/int tensor is made float32 first
+    boolean: bool = False              # torch's result is a bool tensor (the kernels carry
+    #                                    it as 1 / 0 and store it as bool where it is an output)
     steps: bool = False                # its result moves a whole step where an operand moves
     #                                    by its last bit (round, floor, a comparison): the
     #                                    arithmetic before it must be torch's, bit for bit
@@ -209,12 +213,12 @@ RECORDS = (
     OpRecord("maximum", 2, extreme(">"), promotes=True),
     OpRecord("minimum", 2, extreme("<"), promotes=True),
     OpRecord("pow", 2, w_pow),
-    OpRecord("eq", 2, compare("=="), steps=True), OpRecord("ne", 2, compare("!="), steps=True),
-    OpRecord("lt", 2, compare("<"), steps=True), OpRecord("le", 2, compare("<="), steps=True),
-    OpRecord("gt", 2, compare(">"), steps=True), OpRecord("ge", 2, compare(">="), steps=True),
+    *(OpRecord(name, 2, compare(symbol), steps=True, boolean=True) for name, symbol in
+      (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="))),
     OpRecord("where", 3, w_where),
-    OpRecord("logical_and", 2, w_logical_and), OpRecord("logical_or", 2, w_logical_or),
-    OpRecord("logical_not", 1, w_logical_not, ("logical_not",)),
+    OpRecord("logical_and", 2, w_logical_and, boolean=True),
+    OpRecord("logical_or", 2, w_logical_or, boolean=True),
+    OpRecord("logical_not", 1, w_logical_not, ("logical_not",), boolean=True),
     OpRecord("relu", 1, w_relu, ("relu",)),
     OpRecord("sigmoid", 1, maths("sigmoid"), ("sigmoid",)),
     OpRecord("tanh", 1, maths("tanh"), ("tanh",)),
@@ -263,6 +267,15 @@ def expensive(fn: str) -> bool:
 TORCH_NAMES = {name: r.name for r in RECORDS for name in r.torch}
 PROMOTING = frozenset(r.name for r in RECORDS if r.promotes)
 STEPS = frozenset(r.name for r in RECORDS if r.steps)
+BOOLEAN = frozenset(r.name for r in RECORDS if r.boolean)
+
+
+def mark_bool_outputs(graph) -> None:
+    """A comparison or logical op that forward returns is a bool tensor in torch: its kernel
+    stores it so. Inside kernels (a mask multiplied or selected with) it stays 1 / 0."""
+    for node in graph.outputs:
+        if getattr(node, "op", None) == "pointwise" and node.fn in BOOLEAN and not node.users:
+            node.dtype = torch.bool
 
 
 def mark_divisions(nodes) -> None:

@@ -11,7 +11,7 @@ from .assemble import Assembly, Built
 from .capture import Captured, Schedule
 from .cpp import knobs as cpp_knobs
 from .cpp.assemble import CppAssembly
-from .op_records import mark_divisions
+from .op_records import mark_bool_outputs, mark_divisions
 from .templates import Writer, attention, conv, pool
 from .triton import knobs as triton_knobs
 from .triton.assemble import TritonAssembly
@@ -28,6 +28,7 @@ class Target:
 
     def write(self, title: str, source: str, captured: Captured, plan: Schedule, options) -> Built:
         mark_divisions(captured.graph.nodes)      # each division as torch divides
+        mark_bool_outputs(captured.graph)         # comparisons returned as torch.bool
         return self.assembly(title, source, captured, plan, options, self.templates).build()
 
 

@@ -18,7 +18,9 @@ LAYOUT_METHODS = VIEW_METHODS | {"permute", "transpose", "t", "expand", "expand_
 PYTHON_METHODS = {"size", "dim", "numel", "stride", "shape", "item", "tolist"}
 OPERATOR_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*",
                     operator.truediv: "/", operator.floordiv: "//", operator.mod: "%",
-                    operator.pow: "**", operator.matmul: "@"}
+                    operator.pow: "**", operator.matmul: "@", operator.eq: "==",
+                    operator.ne: "!=", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+                    operator.ge: ">=", operator.and_: "&", operator.or_: "|"}
 
 
 def attr_expr(path: str) -> str:

@@ -34,7 +34,9 @@ def writes_in_place(fx: torch.fx.Node) -> bool:
     elif fx.op == "call_function":
         if fx.target is operator.setitem:
             return True
-        name = resolve(fx.target)[1]
+        space, name = resolve(fx.target)
+        if space in ("_operator", "operator"):     # and_, or_: `a & b`; `&=` is operator.iand
+            return False
     else:
         return False
     return name.endswith("_") and not name.endswith("__")

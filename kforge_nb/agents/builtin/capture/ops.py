@@ -22,9 +22,9 @@ from .ops_losses import LOSS, loss_module, c_binary_cross_entropy, c_cosine_embe
 from .ops_matmul import c_diag, c_einsum, c_linear, c_matmul, c_triangle
 from .ops_norms import c_batch_norm, c_group_norm, c_instance_norm, c_layer_norm, c_normalize, \
     c_rms_norm
-from .ops_pointwise import SIMPLE_UNARY, binary, c_celu, c_clamp, c_div, c_dropout, c_elu, \
-    c_float, c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_max_min, c_pow, c_relu6, c_round, \
-    c_selu, c_softplus, unary
+from .ops_pointwise import COMPARISONS, SIMPLE_UNARY, binary, c_celu, c_clamp, c_div, \
+    c_dropout, c_elu, c_float, c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_masked_fill, \
+    c_max_min, c_pow, c_relu6, c_round, c_selu, c_softplus, c_where, unary
 from .ops_reduce import c_adaptive_avg_pool, c_arg_reduce, c_cat, c_flip, c_logsumexp, c_norm, \
     c_reduce, c_scan, c_softmax, c_var_std, c_vector_norm
 
@@ -54,6 +54,10 @@ FUNCTIONS.update({
     "true_divide": (c_div, "input, other"),
     "pow": (c_pow, "input, exponent"),
     "round": (c_round, "input, decimals=0"),
+    **{name: binary(op) for name, op in COMPARISONS.items()},
+    "logical_and": binary("logical_and"), "logical_or": binary("logical_or"),
+    "where": (c_where, "condition, input, other"),
+    "masked_fill": (c_masked_fill, "input, mask, value"),
     "maximum": binary("maximum"), "minimum": binary("minimum"),
     "max": c_max_min("max"), "min": c_max_min("min"),
     "sum": c_reduce("sum"), "mean": c_reduce("mean"),
@@ -116,7 +120,8 @@ RAW = {"var": c_var_std("var"), "std": c_var_std("std"), "einsum": c_einsum, "fl
        "cat": c_cat}
 
 OPERATORS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "pow": "pow",
-             "neg": "neg", "matmul": "matmul"}
+             "neg": "neg", "matmul": "matmul", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
+             "gt": "gt", "ge": "ge", "and": "logical_and", "or": "logical_or"}
 
 
 def module_call(module: torch.nn.Module, path: str, x, lw):

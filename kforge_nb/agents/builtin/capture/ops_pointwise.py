@@ -10,6 +10,10 @@ from ..op_records import TORCH_NAMES
 from .ir import Node
 
 SIMPLE_UNARY = TORCH_NAMES       # torch.relu -> relu: the records say which functions are one op
+# torch's comparison functions (Tensor.eq, torch.greater, ...) -> the op
+COMPARISONS = {"eq": "eq", "ne": "ne", "not_equal": "ne", "lt": "lt", "less": "lt", "le": "le",
+               "less_equal": "le", "gt": "gt", "greater": "gt", "ge": "ge",
+               "greater_equal": "ge"}
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
@@ -77,6 +81,22 @@ def c_div(lw, a):
     if a.get("rounding_mode") is not None:
         return None
     return lw.pw("div", a["input"], a["other"])
+
+
+def c_where(lw, a):
+    """torch.where(condition, input, other): a bool condition tensor read as 1 / 0."""
+    condition = a["condition"]
+    if isinstance(condition, Node) and condition.is_tensor:
+        condition = lw.as_float(condition)
+    return lw.pw("where", condition, a["input"], a["other"])
+
+
+def c_masked_fill(lw, a):
+    """x.masked_fill(mask, value), out of place: value where the mask holds, else x."""
+    mask = a["mask"]
+    if isinstance(mask, Node) and mask.is_tensor:
+        mask = lw.as_float(mask)
+    return lw.pw("where", mask, a["value"], a["input"])
 
 
 def c_round(lw, a):

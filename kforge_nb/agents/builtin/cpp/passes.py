@@ -17,7 +17,7 @@ REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_inde
 
 
 def ctype(node: Node) -> str:
-    return {torch.int64: "int64_t"}.get(node.dtype, "float")
+    return {torch.int64: "int64_t", torch.bool: "bool"}.get(node.dtype, "float")
 
 
 class Passes:
