@@ -26,14 +26,17 @@ WRITES = {
     "masked_fill": (problem(
         "s = x * 1.5\ns.masked_fill_(x > 0.5, -1.0)\nreturn torch.softmax(s, dim=-1)",
         "[torch.randn(8, 33)]"), "Tensor.masked_fill_"),
+    # the judge's other batch size changes cache and u (the leading dim they share with the
+    # first input), never the positions written: no index falls outside, none repeats
     "index_copy_kv_cache": (problem(
-        "c = cache.clone()\nc.index_copy_(0, index, u + 0.125)\nreturn c * 2.0",
-        "[torch.randn(6, 16), torch.tensor([1, 4]), torch.randn(2, 16)]",
+        "c = cache.clone()\nc.index_copy_(1, index, u + 0.125)\nreturn c * 2.0",
+        "[torch.randn(3, 6, 16), torch.tensor([1, 4]), torch.randn(3, 2, 16)]",
         signature="cache, index, u"), "Tensor.index_copy_"),
     "index_put_kv_cache": (problem(
-        "c = cache.clone()\nc.index_put_((index,), u * 0.5)\nreturn c + 1.0",
-        "[torch.randn(6, 16), torch.tensor([0, 5]), torch.randn(2, 16)]",
-        signature="cache, index, u"), "Tensor.index_put_"),
+        "c = cache.clone()\nrows = torch.arange(c.shape[0], device=c.device)\n"
+        "c.index_put_((rows, pos), u * 0.5)\nreturn c + 1.0",
+        "[torch.randn(3, 6, 16), torch.tensor([5, 0, 2]), torch.randn(3, 16)]",
+        signature="cache, pos, u"), "Tensor.index_put_"),
     "scatter": (problem(
         "c = x.clone()\nc.scatter_(1, index, -2.0)\nreturn torch.exp(c)",
         "[torch.randn(6, 16), torch.tensor([[0], [3], [5], [7], [1], [15]])]",
