@@ -56,3 +56,26 @@ def test_a_returned_comparison_is_stored_as_bool():
     assert "bool* out" in cpp.code and "dtype=torch.bool" in cpp.code
     _, triton = generate(PROBLEMS["returns_a_bool"], "triton")
     assert "dtype=torch.bool" in triton.code
+
+
+@pytest.mark.slow
+def test_a_failure_that_repeats_alike_ends_the_run_on_its_reason(tmp_path):
+    """The builtin agent says the same thing every round about a reference it cannot lower:
+    the run ends after the second such round, on that reason, not on its iteration budget."""
+    from kforge_nb.agents import AgentConfig
+    from kforge_nb.evaluator import EvalOptions
+    from kforge_nb.problem import Problem
+    from kforge_nb.session import Budget, Session
+    from kforge_nb.session.finish import NOTHING_TO_TRY
+
+    ref = Problem.from_string(problem("return torch.linalg.inv(x)", "[torch.randn(8, 8)]"),
+                              name="inverse")
+    session = Session(ref, "cpp", AgentConfig(provider="builtin"), Budget(iterations=6),
+                      EvalOptions(baselines=("eager",), out_dir=tmp_path, trials=2),
+                      out=tmp_path)
+    assert session.run() is None
+    assert {a.iteration for a in session.history} == {0, 1}
+    assert session.finish.kind == NOTHING_TO_TRY
+    assert session.finish.text == ("the same generation failure two rounds running: builtin "
+                                   "agent cannot lower: linalg.inv (no elementwise or reduction "
+                                   "work left to put in a kernel)")

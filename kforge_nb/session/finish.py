@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..agents.base import Usage
+from ..result import GENERATION_FAILURE
 
 # the run ended on its own
 BUDGET = "budget"                   # iterations, time, tokens or cost used (or too few for a call)
@@ -58,6 +59,23 @@ CTRL_C = Finish(INTERRUPTED, "interrupted (Ctrl-C)")
 def on_error(kind: str, error: str) -> Finish:
     """The end of a run on an error: "provider error: the Anthropic API failed ..."."""
     return Finish(kind, f"{ERROR_WORDS[kind]}: {error}", error)
+
+
+def same_failure_again(history, iteration: int) -> Finish | None:
+    """The end where the functional pass failed alike two rounds running: every attempt of
+    round `iteration` and of the one before produced no code, for one and the same reason (the
+    builtin agent cannot lower the reference: it would say so every round). That reason is the
+    run's, instead of "iteration budget used"."""
+    if iteration < 1:
+        return None
+    rounds = [[a for a in history if a.iteration == i] for i in (iteration - 1, iteration)]
+    reasons = {a.result.message for attempts in rounds for a in attempts}
+    failed = all(attempts and all(a.result.state == GENERATION_FAILURE and not a.code
+                                  for a in attempts) for attempts in rounds)
+    if not failed or len(reasons) != 1:
+        return None
+    return Finish(NOTHING_TO_TRY, f"the same generation failure two rounds running: "
+                                  f"{reasons.pop()}")
 
 
 def out_of_budget(ledger, best) -> Finish | None:

@@ -40,7 +40,7 @@ from . import confirm, feasible
 from .decisions import ACCEPT, EDIT, REDIRECT, SKIP, STOP
 from .finish import (BAD_INPUT, BUDGET, ENGINE_ERROR, INTERNAL_ERROR, ITERATIONS_USED,
                      NOTHING_TO_TRY, PATIENCE, PROVIDER_ERROR, STOPPED_BY_USER, Finish,
-                     on_error, out_of_budget)
+                     on_error, out_of_budget, same_failure_again)
 from .journal import Journal, slot_file
 from .ledger import Ledger
 from .plans import Job, Plan, functional_plans, jobs, sample_temperature
@@ -154,7 +154,10 @@ class Loop:
         if not self.round(iteration, plans, functional=True):
             return self.too_small()
         self.settle(iteration)
-        return None
+        finish = same_failure_again(self.session.history, iteration)
+        if finish:
+            self.iteration_done(iteration)
+        return finish
 
     def optimise(self, iteration: int) -> Finish | None:
         """A round of the optimisation pass; how the run ends, if it does."""
