@@ -284,8 +284,10 @@ def history_table(session) -> str:
     `1.42x ±6%` (95 % interval; written out on a busy CPU), and whether it repeats an earlier
     candidate's code, tied with the best, or was timed on a busy machine."""
     from .intervals import busy_text, own_ms, shown_speedup, versus_tag
+    from .baselines import common_mode, short_name
+    compiled = short_name(common_mode(a.result.timing for a in session.history))
     rows = [("iter", "sample", "from", "kind", "state", "ms", "side by side", "vs eager",
-             "vs compile", "note")]
+             f"vs {compiled}", "note")]
     ties = session.ties
     busy = []
     for a in session.history:

@@ -13,6 +13,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .baselines import MODES as BASELINES
 from .knowledge import folder_argument
 
 EVAL, RUN, BENCH, MODEL, MAGIC = "eval", "run", "bench", "model", "magic"   # MAGIC: %%kforge
@@ -247,6 +248,10 @@ OPTIONS: tuple[Option, ...] = (
     # a trait as compile_baseline = False (see magics.py)
     Option("--no-compile-baseline", "skip timing torch.compile (its first compile takes ~30 s on "
            "a small CPU)", JUDGING, action="store_true", trait=True),
+    Option("--baseline", "what 'vs compile' is timed against: compile (torch.compile's default "
+           "mode) or max-autotune (torch.compile(mode=\"max-autotune\"), what a user picks for "
+           "the fastest compiled model; minutes of compiling on a CPU) (default {default})",
+           JUDGING, choices=tuple(BASELINES), default="compile", trait=True),
     Option("--no-shape-check", "skip the extra trial at another batch size", JUDGING,
            action="store_true"),
 

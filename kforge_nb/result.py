@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+from .baselines import long_name
 from .intervals import decided, own_time_text, shown_speedup, speedup_text, versus_text
 
 SCHEMA_VERSION = 2
@@ -52,6 +53,9 @@ class Timing:
     candidate_spread: float | None = None   # (p75 - p25) / median
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    # torch.compile's mode behind compile_ms and speedup_vs_compile ("default", "max-autotune":
+    # --baseline; None where compile was not timed, and in records older than the field)
+    compile_mode: str | None = None
     repeats: int = 0
     rechecked: bool = False            # a >10x speedup was timed again
     # schema 2: the speedup is the median of paired ratios, reference and candidate timed in
@@ -203,9 +207,10 @@ def speedup_parts(t: Timing) -> list[str]:
                      f"eager {t.eager_ms:.4g} ms "
                      f"({speedup_text(t.speedup_vs_eager, t.speedup_vs_eager_ci)} side by side)")
     if t.speedup_vs_compile is not None and (t.busy or t.compile_ms is not None):
-        parts.append(f"{shown_speedup(t, 'compile', mark_noise=False)} vs torch.compile side "
+        compiled = long_name(t.compile_mode)
+        parts.append(f"{shown_speedup(t, 'compile', mark_noise=False)} vs {compiled} side "
                      "by side" if t.busy else
-                     f"torch.compile {t.compile_ms:.4g} ms "
+                     f"{compiled} {t.compile_ms:.4g} ms "
                      f"({speedup_text(t.speedup_vs_compile, t.speedup_vs_compile_ci)} "
                      "side by side)")
     elif t.compile_cached_ms is not None:
@@ -227,7 +232,7 @@ def policy_line(t: Timing) -> str:
     """"under bf16 (autocast): eager 0.41 ms (1.05x), torch.compile 0.30 ms (0.77x)"."""
     parts = [f"{name} {ms:.4g} ms ({speedup:.2f}x)" for name, ms, speedup in (
         ("eager", t.eager_policy_ms, t.speedup_vs_eager_policy),
-        ("torch.compile", t.compile_policy_ms, t.speedup_vs_compile_policy))
+        (long_name(t.compile_mode), t.compile_policy_ms, t.speedup_vs_compile_policy))
         if ms is not None and speedup is not None]
     return f"under {t.policy}" + (": " + ", ".join(parts) if parts else "")
 

@@ -9,6 +9,7 @@ import re
 import statistics
 from collections import defaultdict
 
+from ..baselines import long_name, short_name
 from ..evaluator.nsight import METRICS as NCU_METRICS, parse_csv as parse_ncu_csv
 from ..intervals import CEILING_NOTE, own_ms, speedup_text
 from ..result import CORRECT, Result, measures_line
@@ -92,6 +93,7 @@ def profile_summary(result: Result) -> dict:
         "device": r.device or t.device, "timing_real": t.real, "timing_note": t.note,
         "candidate_ms": ms, "eager_ms": t.eager_ms, "compile_ms": t.compile_ms,
         "speedup_vs_eager": t.speedup_vs_eager, "speedup_vs_compile": t.speedup_vs_compile,
+        "compile_mode": t.compile_mode,
         "speedup_vs_eager_ci": t.speedup_vs_eager_ci,
         "speedup_vs_compile_ci": t.speedup_vs_compile_ci,
         "noisy": t.noisy, "noise_note": t.noise_note, "busy": t.busy, "busy_note": t.busy_note,
@@ -134,9 +136,9 @@ def summary_text(s: dict) -> str:
         value = s.get(key)
         return "n/a" if value is None else speedup_text(value, s.get(f"{key}_ci"))
     lines = [f"Time: candidate {num(s.get('candidate_ms'), ' ms')}, eager "
-             f"{num(s.get('eager_ms'), ' ms')}, torch.compile {num(s.get('compile_ms'), ' ms')}"
-             f" (speedup {speedup('speedup_vs_eager')} vs eager, "
-             f"{speedup('speedup_vs_compile')} vs compile"
+             f"{num(s.get('eager_ms'), ' ms')}, {long_name(s.get('compile_mode'))} "
+             f"{num(s.get('compile_ms'), ' ms')} (speedup {speedup('speedup_vs_eager')} vs "
+             f"eager, {speedup('speedup_vs_compile')} vs {short_name(s.get('compile_mode'))}"
              + ("; ± half the 95 % interval of the paired ratios" if s.get("speedup_vs_eager_ci")
                 else "") + ")"]
     if not s.get("timing_real", True):

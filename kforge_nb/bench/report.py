@@ -20,6 +20,7 @@ import io
 import math
 from dataclasses import dataclass
 
+from ..baselines import common_mode, long_name, short_name
 from ..intervals import (FASTER_NOTE, busy_text, decided, faster_than, own_ms, speedup_text,
                          spread_text, valid_ci)
 
@@ -59,6 +60,8 @@ class Row:
     # before them, or where there was no rival
     versus: dict | None = None
     candidate_low_ms: float | None = None
+    # torch.compile's mode behind the compile figures (--baseline); None in older rows
+    compile_mode: str | None = None
 
     @property
     def problem(self) -> str:
@@ -87,7 +90,8 @@ def row_from_result(id: str, result, seconds: float, iterations: int = 1, note: 
                seconds, result.worker, result.artifacts or "", note[:200], t.policy or "",
                t.speedup_vs_eager_policy, t.speedup_vs_compile_policy,
                speedup_vs_eager_ci=t.speedup_vs_eager_ci,
-               speedup_vs_compile_ci=t.speedup_vs_compile_ci, noisy=t.noisy, busy=t.busy,
+               speedup_vs_compile_ci=t.speedup_vs_compile_ci, compile_mode=t.compile_mode,
+               noisy=t.noisy, busy=t.busy,
                busy_note=t.busy_note, versus=t.versus, candidate_low_ms=t.candidate_low_ms)
 
 
@@ -162,9 +166,10 @@ def sol_cell(value) -> str:
 def table(rows: list[Row]) -> str:
     policy = next((r.policy for r in rows if r.speedup_vs_eager_policy), "")
     duels = any(r.versus for r in rows if r.correct)
+    compiled = common_mode(rows)
     head = (f"{'problem':30} {'state':16} {'ms':>9} {'eager ms':>9} {'x eager':>18} "
-            f"{'x compile':>18} {'SoL eager':>9} {'SoL':>6}"
-            + (f" {'x eager(p)':>10} {'x compile(p)':>12}" if policy else "")
+            f"{'x ' + short_name(compiled):>18} {'SoL eager':>9} {'SoL':>6}"
+            + (f" {'x eager(p)':>10} {'x ' + short_name(compiled) + '(p)':>12}" if policy else "")
             + (f" {'side by side':24}" if duels else ""))
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -182,20 +187,25 @@ def table(rows: list[Row]) -> str:
                      "the same rounds (its time against the rival's; faster or slower only with "
                      "the 95 % interval off 1x and clear of a kernel's noise against itself)")
     if policy:
-        lines.append(f"(p): eager and torch.compile under the precision policy: {policy}")
+        lines.append(f"(p): eager and {long_name(compiled)} under the precision policy: "
+                     f"{policy}")
     return "\n".join(lines)
 
 
 def totals(rows: list[Row]) -> list[str]:
     s = summary(rows)
+    mode = common_mode(rows)
+    compiled = long_name(mode)
+    fast_labels = [f"fast_p vs {name}:" for name in ("eager", compiled)]
+    width = max(map(len, fast_labels)) + 1
     lines = [f"correct {s['correct']}/{s['problems']}"
              + (f" ({s['correct_rate']:.0%})" if rows else "")
              + f"; geomean speedup vs eager {f(s['geomean_speedup_vs_eager'], '.2f')}x, "
-             f"vs torch.compile {f(s['geomean_speedup_vs_compile'], '.2f')}x, fraction of "
+             f"vs {compiled} {f(s['geomean_speedup_vs_compile'], '.2f')}x, fraction of "
              f"speed of light {sol_cell(s['geomean_fraction_of_sol'])}",
-             "fast_p vs eager:         " + fast_line(s["fast_p"]),
-             "fast_p vs torch.compile: " + fast_line(s["fast_p_vs_compile"]),
-             f"({FASTER_NOTE}, above p for fast_p; x eager, x compile: the speedup "
+             fast_labels[0].ljust(width) + fast_line(s["fast_p"]),
+             fast_labels[1].ljust(width) + fast_line(s["fast_p_vs_compile"]),
+             f"({FASTER_NOTE}, above p for fast_p; x eager, x {short_name(mode)}: the speedup "
              "± half its 95 % interval)"]
     correct = [r for r in rows if r.correct and r.real]
     if correct:
@@ -203,7 +213,7 @@ def totals(rows: list[Row]) -> list[str]:
         slowest = min(correct, key=lambda r: r.speedup_vs_compile or math.inf)
         lines.append(f"worst vs eager: {worst.id} "
                      f"{speedup_text(worst.speedup_vs_eager, worst.speedup_vs_eager_ci)}; "
-                     f"worst vs torch.compile: {slowest.id} "
+                     f"worst vs {compiled}: {slowest.id} "
                      f"{speedup_text(slowest.speedup_vs_compile, slowest.speedup_vs_compile_ci)}")
     if any(r.noisy for r in rows if r.correct):
         lines.append("?: noisy: the interval stayed wider than the evaluator's goal")

@@ -26,7 +26,8 @@ def reference_job(problem: Problem, options: EvalOptions, folder: Path, device: 
             # never where a GPU is: Inductor's start-up initialises CUDA, and no worker forked
             # after it could use CUDA again ("Cannot re-initialize CUDA in forked subprocess")
             # (asked here, in the parent, never in the fork server)
-            "warm_compile": "compile" in options.baselines and not cuda_present()}
+            "warm_compile": "compile" in options.baselines and not cuda_present(),
+            "compile_mode": options.compile_mode}
 
 
 def candidate_job(problem: Problem, candidate: str, target: Target, options: EvalOptions,

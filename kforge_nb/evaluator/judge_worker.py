@@ -80,6 +80,8 @@ class Judge:
         self.trial = None         # (trial, inputs, outputs) of the trial being judged
         self.sets: list = []      # timing input sets
         self.compiled: dict = {}  # policy -> the torch.compile'd model (prepare_compile)
+        # torch.compile's mode for the "compile" baseline (--baseline; jobs predating it: default)
+        self.compile_mode = job.get("compile_mode", "default")
         self.report = Correctness()
 
     def serve(self) -> None:
@@ -176,14 +178,15 @@ class Judge:
         return timed
 
     def prepare_compile(self, under_policy: bool = False) -> dict:
-        """torch.compile the model once (under the policy, `under_policy`), for the timed
-        rounds to run beside eager and the candidate: {"compiled": True} or {"error": why}.
+        """torch.compile the model once (in the job's mode, under the policy, `under_policy`),
+        for the timed rounds to run beside eager and the candidate: {"compiled": True} or
+        {"error": why}.
         The compiled model is warmed on every timing set, so no round pays a recompile."""
         under = self.job["policy"] if under_policy else "strict"
         if not self.compiled:
             torch._dynamo.reset()   # a fresh compile: dynamo's guards need not cover every switch
         with torch.no_grad(), policy.running_under(under, self.device):
-            compiled = compile_model(self.model, self.sets.sets[0])
+            compiled = compile_model(self.model, self.sets.sets[0], self.compile_mode)
             if isinstance(compiled, dict):
                 return compiled
             try:
@@ -258,10 +261,11 @@ def min_bytes(model, inputs, outputs) -> int:
                                 + list(model.buffers()))
 
 
-def compile_model(model, inputs):
-    """torch.compile'd model, run once (the compilation); or {"error": why} when it fails."""
+def compile_model(model, inputs, mode: str = "default"):
+    """torch.compile'd model in `mode` ("default", "max-autotune"), run once (the
+    compilation); or {"error": why} when it fails."""
     try:
-        compiled = torch.compile(model)
+        compiled = torch.compile(model, mode=None if mode == "default" else mode)
         compiled(*inputs)
         return compiled
     except Exception as exc:

@@ -21,6 +21,8 @@ class EvalOptions:
     precision: str = "strict"
     guardrails: Guardrails = field(default_factory=Guardrails)
     baselines: tuple[str, ...] = ("eager", "compile")
+    compile_mode: str = "default"   # torch.compile's mode for the "compile" baseline
+    #                                 (--baseline, kforge_nb/baselines.py)
     measure: bool = True            # time and profile correct candidates
     shape_check: bool = True        # one extra trial at another batch size
     seed: int = 0

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import artifacts, measures
+from ..baselines import long_name
 from ..problem import NULL_BYTE, Problem, decode_source, null_byte_line
 from ..pyparse import parse_ast
 from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
@@ -228,15 +229,30 @@ class Evaluation(WorkerTalk, TimedRounds):
         self.working.close()               # the shared hold ends before the timing's own
         if result.state == CORRECT and self.options.measure:
             with timing_lock(self.device):
+                self.say_compiling()
                 try:
                     self.time_and_profile(result)
                 except CandidateFailed as failed:     # e.g. out of memory while timed
                     overturn(result, failed.result)
+                self.name_compile_mode(result.timing)
                 if result.state == CORRECT and self.options.measure_hook:
                     self.run_hook(result)
         if result.state == CORRECT and self.unaudited:
             overturn(result, unaudited_compute(sorted(self.unaudited)))
         return tampering(result, sorted(self.tampered))
+
+    def say_compiling(self) -> None:
+        """Before the timing: that it starts by compiling the reference (max-autotune takes
+        minutes on a CPU, and the line would otherwise sit on "trials" all that time)."""
+        if "compile" in self.options.baselines and not self.target.timing_note():
+            self.progress(f"timing: compiling the reference with "
+                          f"{long_name(self.options.compile_mode)} first")
+
+    def name_compile_mode(self, timing) -> None:
+        """The timing says which torch.compile its compile figures are of."""
+        if timing is not None and (timing.compile_ms is not None or
+                                   timing.speedup_vs_compile is not None):
+            timing.compile_mode = self.options.compile_mode
 
     def lap(self, phase: str, said: str = "") -> None:
         now = time.monotonic()

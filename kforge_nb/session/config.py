@@ -89,6 +89,7 @@ def eval_options(args):
     """EvalOptions from the evaluation flags every command shares (see options.JUDGING). A
     --measure hook is read (never run) here: a missing file, or one without `measure`, is a
     MeasureError (a usage error, exit 2)."""
+    from ..baselines import compile_mode
     from ..evaluator import EvalOptions
     from ..guardrails import Guardrails
     from ..measures import eval_fields
@@ -97,6 +98,7 @@ def eval_options(args):
         guardrails=Guardrails(bans=args.ban, requires=args.require, allow=args.allow,
                               precision=args.precision),
         baselines=("eager",) if args.no_compile_baseline else ("eager", "compile"),
+        compile_mode=compile_mode(args.baseline),
         shape_check=not args.no_shape_check,
         sandbox=not getattr(args, "no_sandbox", False),
         **eval_fields(getattr(args, "measure", None), getattr(args, "objective", None)))

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+from ..baselines import short_name
 from ..bench.report import PLOTLY_MIME, Row, fast_line, speedup_figure, summary, table
 from ..intervals import faster_than, own_ms, shown_speedup, valid_ci, versus_text
 from ..bench.runner import Progress
@@ -22,7 +23,8 @@ def row_line(row: Row) -> str:
     by side (...) (12 s)"; on a busy CPU the best's own time and its head-to-head first, then
     the speedups with their intervals written out."""
     speed = (f" {shown_speedup(row)} eager"
-             + (f", {shown_speedup(row, 'compile', mark_noise=False)} compile"
+             + (f", {shown_speedup(row, 'compile', mark_noise=False)} "
+                f"{short_name(row.compile_mode)}"
                 if row.speedup_vs_compile else "")
              if row.correct and row.real and row.speedup_vs_eager else "")
     versus = f", {versus_text(row.versus, named=True)}" \

@@ -19,6 +19,7 @@ import os
 from functools import lru_cache
 
 from ..agents.history import reason
+from ..baselines import common_mode, long_name, short_name
 from ..intervals import (busy_text, decided, interval_text, own_ms, own_time_text,
                          roofline_text, shown_speedup, timing_speedup, valid_ci, versus_tag,
                          versus_text)
@@ -73,13 +74,15 @@ def best_line(record: dict) -> str:
             if t.get("speedup_vs_eager"):
                 line += f", {shown_speedup(t)} vs eager"
             if t.get("speedup_vs_compile"):
-                line += f", {shown_speedup(t, 'compile', mark_noise=False)} vs torch.compile"
+                line += (f", {shown_speedup(t, 'compile', mark_noise=False)} vs "
+                         f"{long_name(t.get('compile_mode'))}")
         else:
             line += f"; best {record['best_id']}: {t['candidate_ms']:.4g} ms"
             if t.get("speedup_vs_eager"):
                 line += f", {timing_speedup(t)} vs eager"
             if t.get("speedup_vs_compile"):
-                line += f", {timing_speedup(t, 'compile', mark_noise=False)} vs torch.compile"
+                line += (f", {timing_speedup(t, 'compile', mark_noise=False)} vs "
+                         f"{long_name(t.get('compile_mode'))}")
             line += f", {versus}" if versus else ""
         if s.get("speedup_vs_eager_policy"):     # --precision: eager run under the same policy
             line += f", {s['speedup_vs_eager_policy']:.2f}x vs eager under the precision policy"
@@ -152,7 +155,8 @@ def to_html(record: dict) -> str:
 
 def candidates_table(record: dict) -> str:
     """One row per candidate: id (★ best), kind, verdict, time, speedups, roofline, message."""
-    header = ["#", "kind", "verdict", "ms", "side by side", "vs eager", "vs compile",
+    compiled = short_name(common_mode(a["result"].get("timing") for a in record["history"]))
+    header = ["#", "kind", "verdict", "ms", "side by side", "vs eager", f"vs {compiled}",
               "of roofline", "message"]
     rows = []
     for a in record["history"]:

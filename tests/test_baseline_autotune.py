@@ -1,0 +1,79 @@
+"""`--baseline max-autotune`: "vs compile" timed against torch.compile(mode="max-autotune"),
+the mode recorded on the judged result and named by every view that names the baseline."""
+import json
+from pathlib import Path
+
+import pytest
+
+from kforge_nb import options as schema
+from kforge_nb.baselines import long_name, short_name
+from kforge_nb.bench.report import Row, table
+from kforge_nb.result import CORRECT
+from kforge_nb.session.config import eval_options
+
+
+@pytest.mark.parametrize("command", [schema.EVAL, schema.RUN, schema.BENCH, schema.MAGIC])
+def test_every_judging_command_takes_the_baseline_and_defaults_to_compile(command):
+    import argparse
+    parser = argparse.ArgumentParser()
+    schema.add_options(parser, command)
+    assert schema.defaults(command).baseline == "compile"
+    assert parser.parse_args(["--baseline", "max-autotune"]).baseline == "max-autotune"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--baseline", "reduce-overhead"])
+
+
+def test_the_flags_make_the_evaluators_options():
+    args = schema.defaults(schema.EVAL)
+    args.baseline = "max-autotune"
+    assert eval_options(args).compile_mode == "max-autotune"
+    assert eval_options(args).baselines == ("eager", "compile")
+    args.no_compile_baseline = True                 # still skips torch.compile altogether
+    assert eval_options(args).baselines == ("eager",)
+    assert eval_options(schema.defaults(schema.EVAL)).compile_mode == "default"
+
+
+def test_a_bench_table_names_the_baseline_its_rows_were_timed_against():
+    rows = [Row("rmsnorm", "correct", speedup_vs_eager=2.0, speedup_vs_compile=0.8, real=True,
+                compile_mode="max-autotune"), Row("rope", "mismatch")]
+    text = table(rows)
+    assert "x max-autotune" in text and "vs torch.compile max-autotune 0.80x" in text
+    assert "x compile" not in text
+    default = table([Row("rmsnorm", "correct", speedup_vs_eager=2.0, speedup_vs_compile=0.8,
+                         real=True, compile_mode="default")])
+    assert "x compile" in default and "max-autotune" not in default
+    assert (short_name(None), long_name(None)) == ("compile", "torch.compile")   # old records
+
+
+@pytest.mark.slow
+def test_max_autotune_is_compiled_timed_and_recorded(options):
+    """The real evaluator on a tiny linear (a GEMM, what max-autotune tunes): the progress says
+    the reference is compiled with max-autotune before the timing, and the judged result
+    carries the mode and a speedup against it with its interval."""
+    from kforge_nb.evaluator import evaluate
+    from tests.support.evaluator import candidate_source, load_problem
+    said: list[str] = []
+    result = evaluate(load_problem("linear"), candidate_source("cpp_linear_same_names"), "cpp",
+                      options(baselines=("eager", "compile"), compile_mode="max-autotune"),
+                      progress=said.append)
+    t = result.timing
+    assert result.state == CORRECT, result.message
+    assert t.compile_mode == "max-autotune"
+    assert t.compile_ms > 0 and t.speedup_vs_compile > 0
+    low, high = t.speedup_vs_compile_ci
+    assert low <= t.speedup_vs_compile <= high
+    assert "torch.compile max-autotune" in result.summary()
+    compiling = [i for i, line in enumerate(said) if "compiling the reference with "
+                 "torch.compile max-autotune" in line]
+    assert compiling and compiling[0] < next(i for i, line in enumerate(said)
+                                             if line.startswith("torch.compile ("))
+    saved = json.loads((Path(result.artifacts) / "result.json").read_text())
+    assert saved["timing"]["compile_mode"] == "max-autotune"
+
+
+@pytest.mark.slow
+def test_the_default_baseline_is_recorded_as_the_default_mode(judge):
+    result = judge("relu", "cpp_relu", baselines=("eager", "compile"))
+    assert result.state == CORRECT
+    assert result.timing.compile_mode == "default" and result.timing.speedup_vs_compile > 0
+    assert "max-autotune" not in result.summary()
