@@ -4,7 +4,10 @@
 
 JOB: {"source", "name", "device", "folder", "repeats"}. Writes FOLDER/parts/part_KK.py (one per
 distinct part) and FOLDER/decomposition.json:
-  parts:  [{id, file, label, ops, occurrences, where, glue, torch_functions, ms, share}]
+  parts:  [{id, file, label, ops, occurrences, where, glue, torch_functions, ms, share,
+           other_batch: [{file, shapes}]}]   other_batch: the part at the shapes the model
+           hands it at the evaluator's other batch size (FOLDER/parts/part_KK_batchB.py)
+  batch:  {build, other}: the model's batch sizes ("error" where it rejects the other)
   steps:  [{part, inputs, output, ties}]   the model's forward as calls of parts, in order
   args:   the forward's argument names;  output: the returned expression
   check:  the parts' reference code run in order against the model itself (max abs error)
@@ -25,7 +28,7 @@ import torch.fx
 from torch.overrides import TorchFunctionMode
 
 from ..evaluator import harness
-from .graph import DecomposeError, Recorder, group_nodes, trace
+from .graph import DecomposeError, Info, Recorder, group_nodes, trace
 from .partfile import build_part
 
 INIT_SEED = 0          # the evaluator's default EvalOptions.seed: the weights the judge sees
@@ -79,17 +82,60 @@ def decompose(job: dict) -> dict:
         ms = [t for s, t in zip(steps, runner.step_ms) if s["part"] == part["id"]]
         part.update(ms=sum(ms), share=sum(ms) / total,
                     torch_functions=sorted(runner.functions[part["id"]]))
+    batch = write_other_batch(reference, runner, inputs, parts, first, ids, job)
     return {"parts": parts, "steps": steps, "args": args, "output": output, "check": check,
-            "total_ms": sum(runner.step_ms), "device": device,
+            "total_ms": sum(runner.step_ms), "device": device, "batch": batch,
             "nodes": sum(len(g.nodes) for g in groups)}
 
 
-def docstring(part: dict, model_name: str) -> str:
+def write_other_batch(reference, runner: "Recomposed", inputs: list, parts: list[dict],
+                      first: dict, ids: dict, job: dict) -> dict:
+    """Each part's file again at the shapes the model hands it at the evaluator's other batch
+    size (its own rule: harness.trial_inputs), where they differ from the part's own: a
+    part's kernel is judged there before the recomposed model keeps it. Each part gets
+    `other_batch`: [{file, shapes}] (none where the shapes are the same or the model
+    rejects that batch). Returns {"build", "other"} batch sizes, and "error" where the model
+    rejects the other one."""
+    for part in parts:
+        part["other_batch"] = []
+    trial = {"seed": INIT_SEED, "distribution": "given", "batch": "auto"}
+    try:
+        at_build = runner.step_inputs(inputs)
+        at_other = runner.step_inputs(harness.trial_inputs(reference, trial, job["device"]))
+    except Exception as exc:           # the evaluator skips that batch for the model too
+        first_line = (str(exc).splitlines() or [""])[0][:300]
+        return {"build": batch_of(inputs), "other": trial.get("batch"),
+                "error": f"{type(exc).__name__}: {first_line}"}
+    folder = Path(job["folder"]) / "parts"
+    specs = {ids[key]: spec for key, spec in first.items()}
+    for step, built, other in zip(runner.steps, at_build, at_other):
+        part, shapes = parts[step["part"]], [list(i.shape) for i in other]
+        if shapes == [list(i.shape) for i in built] or \
+                any(v["shapes"] == shapes for v in part["other_batch"]):
+            continue
+        suffix = f"_{len(part['other_batch']) + 1}" if part["other_batch"] else ""
+        path = folder / f"part_{part['id']:02d}_batch{trial['batch']}{suffix}.py"
+        path.write_text(docstring(part, job["name"], at_batch=trial["batch"]) +
+                        specs[part["id"]].source_with(other))
+        part["other_batch"].append({"file": str(path), "shapes": shapes})
+    return {"build": batch_of(inputs), "other": trial["batch"]}
+
+
+def batch_of(inputs: list) -> int | None:
+    """The model's batch size as the evaluator reads it: its first tensor input's leading
+    dimension."""
+    return next((x.shape[0] for x in inputs if isinstance(x, torch.Tensor) and x.dim()), None)
+
+
+def docstring(part: dict, model_name: str, at_batch: int | None = None) -> str:
     uses = f"{part['occurrences']} times" if part["occurrences"] > 1 else "once"
     where = ", ".join(part["where"][:6]) + (", ..." if len(part["where"]) > 6 else "")
+    shapes = "the shapes and value ranges of a real run" if at_batch is None else \
+        (f"the shapes and value ranges the model hands it at batch size {at_batch} (the "
+         "evaluator's other batch size for the model)")
     return (f'"""Part {part["id"]} of {model_name}: {part["label"]} (used {uses} in its forward'
             f'{"; layers " + where if where else ""}).\n\nWritten by `kforge model` from the '
-            'model\'s forward (torch.fx), with the shapes and value ranges of a real run.\n"""\n')
+            f'model\'s forward (torch.fx), with {shapes}.\n"""\n')
 
 
 def render_output(gm: torch.fx.GraphModule, steps: list[dict], args: list[str]) -> str:
@@ -148,14 +194,26 @@ class Recomposed:
         self.functions = {p["id"]: set() for p in parts}
         self.step_ms = [0.0] * len(steps)
 
-    def run(self, inputs, clock=None):
+    def run(self, inputs, clock=None, seen: list | None = None):
+        """The model's output from the parts; `clock` times each step, `seen` gets what
+        each step was handed (an Info per input)."""
         env = dict(zip(self.args, inputs))
         for k, (step, module) in enumerate(zip(self.steps, self.modules)):
+            args = [env[name] for name in step["inputs"]]
+            if seen is not None:
+                seen.append([Info.of(a) for a in args])
             before = clock() if clock else 0.0
-            env[step["output"]] = module(*[env[name] for name in step["inputs"]])
+            env[step["output"]] = module(*args)
             if clock:
                 self.laps[k].append(clock() - before)
         return eval(self.output, {}, env)   # noqa: S307 - our own rendering of fx names
+
+    def step_inputs(self, inputs) -> list[list[Info]]:
+        """What each step is handed in a forward with these inputs."""
+        seen: list = []
+        with torch.no_grad():
+            self.run(inputs, seen=seen)
+        return seen
 
     def check(self, model, inputs) -> dict:
         with torch.no_grad():

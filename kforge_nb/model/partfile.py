@@ -39,6 +39,15 @@ class PartSpec:
     ties: list[tuple[str, str]] = field(default_factory=list)   # (part's name, model's name)
     glue: bool = False               # only layout ops: nothing for a kernel to do
     locals: list[str] = field(default_factory=list)   # its layers' and weights' names, in order
+    # the file's pieces: its Model's __init__ lines, forward and imports (source_with)
+    init: list[str] = field(default_factory=list)
+    forward: str = ""
+    imports: list[str] = field(default_factory=list)
+
+    def source_with(self, inputs: list[Info]) -> str:
+        """The part's file with `get_inputs()` drawing inputs like these: the same Model, at
+        the shapes the whole model calls it with at another batch size."""
+        return problem_source(self.init, self.forward, inputs, self.imports)
 
     def ties_as(self, other: "PartSpec") -> list[tuple[str, str]]:
         """The ties with this part's own names replaced by the identical `other`'s names."""
@@ -136,7 +145,7 @@ class Writer:
         source = problem_source(init, forward, [self.infos[n] for n in inputs], imports)
         return PartSpec(index, key, label, ops, [n.name for n in inputs], group.nodes[-1].name,
                         where, source, ties, glue=all(o in LAYOUT for o in ops),
-                        locals=locals_)
+                        locals=locals_, init=init, forward=forward, imports=imports)
 
     def attribute_line(self, name: str, target: str) -> tuple[str, tuple]:
         value = operator.attrgetter(target)(self.gm)

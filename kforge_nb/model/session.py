@@ -5,6 +5,9 @@
                 the model's output, and times each part inside the whole forward
     optimise    the chosen parts, biggest time share first, each in a normal Session (any
                 provider, any target, the same budget and evaluation options)
+    batch check a kernel the recomposition would take, judged again at the part's shapes where
+                the model runs at its other batch size, with a trial at another batch size
+                of its own: one that holds only at the size it was built for is left out
     recompose   one standalone file, model_new.py: each part runs its kernel where the kernel
                 is correct and faster than the part's eager code, else the part's own code
     judge       the evaluator judges model_new.py against the model like any candidate
@@ -35,6 +38,7 @@ from ..executors import Executor, InProcess
 from ..problem import Problem, ProblemError
 from ..result import CORRECT, Result
 from ..session.events import Event
+from ..session.core import with_allowed
 from ..session.records import Budget
 from ..targets import get_target
 from .recompose import PartCode, recompose
@@ -42,6 +46,7 @@ from .recompose import PartCode, recompose
 DECOMPOSE_TIMEOUT_S = 600.0
 # a part's kernel must beat its eager code by more than timing noise to replace it
 USE_MARGIN = 1.02
+KEPT_AS_WRITTEN = ": kept as written"       # how a part's `why` ends where its kernel is left out
 
 
 class ModelError(ValueError):
@@ -220,11 +225,48 @@ class ModelSession:
         session.run()
         self._current = None
         self.rows[part].update(part_result(session, self.use))
+        if self.rows[part]["used"]:
+            self.rows[part].update(self._batch_check(part, session.best))
         self._emit("part_finished", part=self.rows[part])
         self._save()
         if session.finish is not None and session.finish.failed:
             # the next part would fail the same way (no key, no model, a broken engine)
             raise ModelError(f"part {part}: {session.finish_reason}")
+
+    def _batch_check(self, part: int, best) -> dict:
+        """The part's kernel judged where the model calls it at its other batch size (the
+        part's file at those shapes, written by the decomposition), each time with a trial at
+        another batch size of its own: the recomposed model is called at any batch size, so a
+        kernel that holds only at the size it was built for stays out of it. Its row's
+        `batch_check`; and `used` off, with why in one line, where it does not hold."""
+        info, batch = self.decomposition["parts"][part], self.decomposition.get("batch", {})
+        files = [v["file"] for v in info.get("other_batch", [])]
+        if not files and self.options.shape_check:
+            return {"batch_check": {"state": CORRECT, "files": [], "message": (
+                "its session judged it at another batch size; the model "
+                + ("rejects its other batch size" if batch.get("error") else
+                   "hands it the same shapes at its other batch size"))}}
+        for k, file in enumerate(files or [info["file"]]):
+            result = self._judge_part(part, best, file, self.folder / "batch_check" /
+                                      f"part{part:02d}_{k}")
+            if result.state != CORRECT:
+                shapes = info["other_batch"][k]["shapes"] if files else None
+                return {"used": False, "why": batch_reason(result, batch, shapes),
+                        "batch_check": {"state": result.state, "files": [file],
+                                        "message": result.message}}
+        where = f"where the model calls it at batch size {batch['other']} and " if files else ""
+        return {"batch_check": {"state": CORRECT, "files": files or [info["file"]],
+                                "message": f"correct {where}at another batch size of its own"}}
+
+    def _judge_part(self, part: int, best, file: str, folder: Path) -> Result:
+        """The evaluator's verdict on a part's kernel against the part's file `file`, with a
+        trial at another batch size and no timing (the session timed it)."""
+        kept = best.generation.kept_ops if best.generation else []
+        options = dataclasses.replace(with_allowed(self.options, kept), shape_check=True,
+                                      measure=False, out_dir=self.folder)
+        problem = dataclasses.replace(Problem.from_file(file),
+                                      name=f"{self.problem.name}-part{part:02d}-batch")
+        return self.executor.evaluate(problem, best.code, self.target, options, folder)
 
     def _recompose_and_judge(self) -> None:
         """The recomposition with the kernels the parts earned, judged end to end; where none
@@ -247,7 +289,8 @@ class ModelSession:
         self._recompose(as_written, with_kernels=False)
         result = self._judge(as_written, ["*"], "as_written")
         self.end_to_end = {**end_to_end_row(result, as_written, [], ["*"]), "as_written": True,
-                           "why_as_written": as_written_reason(tried), "with_kernels": tried}
+                           "why_as_written": as_written_reason(tried, list(self.rows.values())),
+                           "with_kernels": tried}
         self._emit("end_to_end", **self.end_to_end)
 
     def _recompose(self, path: Path, with_kernels: bool) -> tuple[list[int], list[str]]:
@@ -323,15 +366,35 @@ def part_result(session, use: str = "faster") -> dict:
     if not t.real:
         return {**row, "used": True, "why": f"correct; not timed for real ({t.note})"}
     if t.speedup_vs_eager is None or t.speedup_vs_eager <= 1.0:
-        return {**row, "used": False, "why": "slower than its eager code: kept as written"}
+        return {**row, "used": False, "why": "slower than its eager code" + KEPT_AS_WRITTEN}
     if t.speedup_vs_eager < USE_MARGIN:
         return {**row, "used": False, "why": f"within {USE_MARGIN - 1:.0%} of its eager code "
-                "(timing noise): kept as written"}
+                "(timing noise)" + KEPT_AS_WRITTEN}
     return {**row, "used": True, "why": "correct and faster than its eager code"}
 
 
-def as_written_reason(tried: dict | None) -> str:
+def batch_reason(result: Result, batch: dict, shapes: list | None) -> str:
+    """Why a part's kernel correct at its build size is not kept, in one line (the verdict's
+    own words are in the row's `batch_check`)."""
+    where = (f"where the model at batch size {batch['other']} hands it {shapes_text(shapes)}"
+             if shapes else "at another batch size")
+    return f"correct only at the size it was built for ({result.state} {where})" + \
+        KEPT_AS_WRITTEN
+
+
+def shapes_text(shapes: list) -> str:
+    return ", ".join("(" + ", ".join(map(str, s)) + ")" for s in shapes)
+
+
+def as_written_reason(tried: dict | None, rows: list[dict] = ()) -> str:
+    """Why the model as written is judged: the recomposition with kernels failed (`tried`), or
+    no part's kernel was kept (the correct ones left out say why)."""
     if tried is None:
+        left_out = [f"part {r['part']} {r['why'].removesuffix(KEPT_AS_WRITTEN)}" for r in rows
+                    if r.get("state") == CORRECT and not r.get("used")]
+        if left_out:
+            return (f"no part's kernel is kept ({'; '.join(left_out)}): the model as written, "
+                    "judged end to end")
         return ("no part has a kernel that is correct and faster than its own eager code: "
                 "the model as written, judged end to end")
     return (f"the recomposition with the kernels of parts "
@@ -345,6 +408,9 @@ def end_to_end_row(result: Result, path: Path, kernels: list[int], allowed: list
             "kernels": kernels, "allowed_ops": allowed,
             "speedup_vs_eager": t.speedup_vs_eager if result.state == CORRECT else None,
             "speedup_vs_compile": t.speedup_vs_compile if result.state == CORRECT else None,
+            # the intervals on the row itself: --json prints the row without its result
+            "speedup_vs_eager_ci": t.speedup_vs_eager_ci if result.state == CORRECT else None,
+            "speedup_vs_compile_ci": t.speedup_vs_compile_ci if result.state == CORRECT else None,
             "timing_real": t.real, "candidate_ms": t.candidate_ms, "eager_ms": t.eager_ms,
             "compile_ms": t.compile_ms, "artifacts": result.artifacts,
             "measures": result.measures,
