@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DTYPES = ("bfloat16", "bfloat16", "float16", "float32")     # bf16 most, as served
+MOST_SHRUNK = 16               # sizes stay whole down to KFORGE_REALWORLD_SHRINK=16
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Source:
     forward: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=lambda: ["x"])
     names: list[str] = field(default_factory=list)
-    width_expr: str = "HIDDEN"       # the current width as an expression of the file's sizes
+    width_expr: str = "hidden"       # the current width, in __init__'s arguments
 
 
 # Each op appends to `Source`; `k` numbers its parameters so two of a kind do not clash.
@@ -41,7 +42,7 @@ def rmsnorm(s: Source, r: random.Random, k: int) -> None:
 
 
 def residual_add(s: Source, r: random.Random, k: int) -> None:
-    if s.width_expr != "HIDDEN":         # the residual has the input's width
+    if s.width_expr != "hidden":         # the residual has the input's width
         return
     s.inputs.append(f"residual{k}")
     s.forward.append(f"h = h + residual{k}")
@@ -49,7 +50,7 @@ def residual_add(s: Source, r: random.Random, k: int) -> None:
 
 
 def gated(s: Source, r: random.Random, k: int) -> None:
-    if s.width % 128:
+    if s.width % (2 * MOST_SHRUNK):
         return
     act = r.choice(["F.silu(a)", "F.gelu(a, approximate='tanh')", "F.gelu(a)"])
     s.forward += ["a, b = h.chunk(2, dim=-1)", f"h = {act} * b"]
@@ -68,18 +69,18 @@ def bias_act(s: Source, r: random.Random, k: int) -> None:
 def linear(s: Source, r: random.Random, k: int) -> None:
     out = r.choice([1024, 2048, 4096, 8192])
     bias = r.random() < 0.5
-    s.init.append(f"self.linear{k} = nn.Linear({s.width_expr}, {out} // SHRINK, bias={bias})")
+    s.init.append(f"self.linear{k} = nn.Linear({s.width_expr}, {out} // shrink, bias={bias})")
     s.forward.append(f"h = self.linear{k}(h.to(self.linear{k}.weight.dtype)).to(h.dtype)")
-    s.width, s.width_expr = out, f"{out} // SHRINK"
+    s.width, s.width_expr = out, f"{out} // shrink"
     s.names.append("linear" + ("+bias" if bias else ""))
 
 
 def rope(s: Source, r: random.Random, k: int) -> None:
-    if s.width % 128 or "positions" in s.inputs:
+    if s.width % (64 * MOST_SHRUNK) or "positions" in s.inputs:     # whole 64-wide heads
         return
     s.inputs.append("positions")
     s.init += ["inv = 1.0 / 10000.0 ** (torch.arange(0, 64, 2).float() / 64)",
-               "angles = torch.outer(torch.arange(MAX_POSITION).float(), inv)",
+               "angles = torch.outer(torch.arange(max_position).float(), inv)",
                f"self.register_buffer('cos{k}', angles.cos())",
                f"self.register_buffer('sin{k}', angles.sin())"]
     s.forward += [f"cos, sin = self.cos{k}[positions].unsqueeze(1), self.sin{k}[positions].unsqueeze(1)",
@@ -153,10 +154,10 @@ DTYPE = torch.{dtype}
 
 
 class Model(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden: int, shrink: int, max_position: int):
         super().__init__()
 {init}
-        self.to(DTYPE)
+        self.to(torch.{dtype})
 
     def forward(self, {", ".join(s.inputs)}):
         h = x
@@ -168,7 +169,7 @@ def get_inputs():
 
 
 def get_init_inputs():
-    return []
+    return [HIDDEN, SHRINK, MAX_POSITION]
 '''
     return "_".join(s.names).replace("+", "_"), source
 
