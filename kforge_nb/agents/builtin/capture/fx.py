@@ -65,12 +65,13 @@ def first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
-def trace(model: torch.nn.Module, inputs: list) -> tuple[torch.fx.GraphModule, str | None]:
-    """The reference's graph and, when torch.export had to capture it, the note that says why.
+def trace(model: torch.nn.Module, inputs: list, rebuild) -> tuple:
+    """(graph, the module it reads, the note saying why torch.export captured it, or None).
 
     fx symbolic tracing first (what every KernelBench problem was lowered from); torch.export
     where fx cannot trace forward, or where forward writes in place, which fx records as a node
-    nobody reads (mutations.py)."""
+    nobody reads (mutations.py). Export gets a module built afresh (`rebuild`): tracing may have
+    left proxies in the first one's attributes (`self.hidden = ...` in forward)."""
     state = state_versions(model)
     try:
         gm = torch.fx.symbolic_trace(model)
@@ -82,11 +83,12 @@ def trace(model: torch.nn.Module, inputs: list) -> tuple[torch.fx.GraphModule, s
     else:
         write = first_write(gm)
         if write is None:
-            return gm, None
+            return gm, model, None
         why = f"the reference writes in place ({write})"
     try:
-        return export(model, inputs), f"{why}: captured with torch.export on the example " \
-            "inputs" + (", each write as a new value" if "in place" in why else "")
+        model, inputs = rebuild()
+        return export(model, inputs), model, f"{why}: captured with torch.export on the " \
+            "example inputs" + (", each write as a new value" if "in place" in why else "")
     except CaptureError as exc:
         raise CaptureError(f"{why}, and {exc}") from None
     except Exception as exc:
@@ -99,7 +101,7 @@ def capture(source: str) -> Captured:
     for meta in (True, False):
         try:
             namespace, model, inputs = build(source, meta)
-            gm, how = trace(model, inputs)
+            gm, model, how = trace(model, inputs, lambda: build(source, meta)[1:])
             recorder = Recorder(gm)
             with torch.no_grad():
                 recorder.run(*inputs)
