@@ -285,3 +285,20 @@ def test_a_name_bound_only_to_the_current_stream_is_the_current_stream():
     assert fired(cpp_candidate(KERNEL % "", body)) == {}
     rebound = body + "s = torch.cuda.Stream()\n"
     assert list(fired(cpp_candidate(KERNEL % "", rebound))) == ["extra-threads-or-streams"]
+
+
+def test_every_op_the_builtin_records_know_is_a_compute_function_for_the_guardrail():
+    """The builtin agent's pointwise ops (one record each, with its torch spellings) are torch
+    functions that compute: each is in the guardrail's one list (kforge_nb/compute_ops.py)."""
+    from kforge_nb.agents.builtin.op_records import RECORDS
+    from kforge_nb.compute_ops import COMPUTE_FUNCTIONS
+    known = {r.name for r in RECORDS} | {name for r in RECORDS for name in r.torch}
+    assert known <= COMPUTE_FUNCTIONS, f"not compute functions: {sorted(known - COMPUTE_FUNCTIONS)}"
+
+
+@pytest.mark.parametrize("call", ["torch.log1p(x)", "torch.expm1(x)", "F.mish(x)"])
+def test_a_record_op_called_in_forward_is_torch_compute(call):
+    launch = "kernels.relu(x, y, x.numel())"
+    source = candidate_source("cpp_relu").replace(launch, f"{launch}\n        y = {call}")
+    assert call in source
+    assert rules_fired(source) == ["torch-compute-in-forward"]

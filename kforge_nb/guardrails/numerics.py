@@ -5,20 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
+from ..compute_ops import COMPUTE_FUNCTIONS
 from ..cpp_source import line_at, strip_cpp_comments_and_strings
 from .source import Source, dotted, looks_native, native_hits
-
-
-# Torch functions that compute: called by name in forward they are the answer, not a kernel.
-COMPUTE_METHODS = {
-    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax",
-    "exp", "log", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "relu", "sigmoid", "tanh",
-    "add", "sub", "mul", "div", "pow", "sqrt", "rsqrt", "norm", "var", "std", "clamp", "clip",
-    "abs", "neg", "logsumexp", "cumsum", "prod", "gelu", "silu", "conv1d", "conv2d", "conv3d",
-    "linear", "layer_norm", "group_norm", "batch_norm", "erf", "sin", "cos", "where", "maximum",
-    "minimum", "dot", "outer", "addcmul", "lerp", "sort", "topk", "masked_fill", "softplus",
-    "add_", "mul_", "div_", "sub_", "clamp_", "relu_", "exp_", "copy_",
-}
 
 
 TORCH_NAMESPACES = ("torch", "torch.nn.functional", "F", "nn.functional", "torch.special",
@@ -45,7 +34,7 @@ def torch_compute_in_forward(src: Source) -> list[str]:
                 continue
             name = dotted(node.func)
             namespace, _, leaf = name.rpartition(".")
-            if namespace in TORCH_NAMESPACES and leaf in COMPUTE_METHODS \
+            if namespace in TORCH_NAMESPACES and leaf in COMPUTE_FUNCTIONS \
                     and name not in src.allowed_ops and leaf not in src.allowed_ops \
                     and not (namespace in ("np", "numpy") and scalars.all_of(node, fn)):
                 found.append(f"line {node.lineno}: {name}()")
