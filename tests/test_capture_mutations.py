@@ -93,6 +93,17 @@ def test_a_buffer_written_between_calls_is_refused_by_name(name):
     assert generation.code is None and "self.seen" in generation.failure
 
 
+def test_a_plain_tensor_attribute_written_in_place_is_refused_by_name():
+    """Before, fx dropped `self.hidden.copy_(h)` and the candidate read the stale state."""
+    source = problem("self.hidden.copy_(h)\nreturn torch.cat((x, self.hidden), dim=1) * 2.0",
+                     "[torch.randn(4, 8), torch.randn(4, 8)]",
+                     "self.hidden = torch.zeros(4, 8)", signature="x, h")
+    with pytest.raises(CaptureError) as refused:
+        capture(source)
+    assert str(refused.value).startswith("the reference writes in place (Tensor.copy_), and "
+                                         "torch.export could not capture it either")
+
+
 def test_a_module_without_writes_is_still_traced_by_fx():
     captured = capture(problem("return torch.relu(x) + 1.0", "[torch.randn(4, 8)]"))
     assert not any("torch.export" in note for note in captured.notes)
