@@ -3,7 +3,9 @@
 The reference source is executed here, in the agent's process (the agent must see the module
 to lower it), with the model and its inputs built on the `meta` device when that works, so
 capturing a problem with multi-gigabyte weights costs nothing. `torch.fx.symbolic_trace`
-records forward; an fx Interpreter run over the meta inputs gives every value's shape; each
+records forward; where it cannot, or where forward writes in place (a write fx would let the
+lowerer drop), torch.export captures it on the example inputs instead (export.py, and the
+note says so); an fx Interpreter run over the meta inputs gives every value's shape; each
 fx node is then rewritten by the `Lowerer` (lowerer.py) with the converters of ops.py. What no
 converter handles stays a `host` node: a torch call kept in ModelNew.forward, listed in
 `Captured.kept`.
@@ -79,16 +81,16 @@ def trace(model: torch.nn.Module, inputs: list, rebuild) -> tuple:
     except CaptureError:
         raise
     except Exception as exc:
-        why = f"torch.fx could not trace the reference ({first_line(exc)})"
+        why, how = f"torch.fx could not trace the reference ({first_line(exc)})", ""
     else:
         write = first_write(gm)
         if write is None:
             return gm, model, None
-        why = f"the reference writes in place ({write})"
+        why, how = f"the reference writes in place ({write})", ", each write as a new value"
     try:
         model, inputs = rebuild()
-        return export(model, inputs), model, f"{why}: captured with torch.export on the " \
-            "example inputs" + (", each write as a new value" if "in place" in why else "")
+        return export(model, inputs), model, \
+            f"{why}: captured with torch.export on the example inputs{how}"
     except CaptureError as exc:
         raise CaptureError(f"{why}, and {exc}") from None
     except Exception as exc:
