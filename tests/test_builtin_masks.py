@@ -34,6 +34,7 @@ PROBLEMS = {
 }
 
 
+@pytest.mark.slow     # a table: each problem judged on both targets
 @pytest.mark.parametrize("target", ["cpp", "triton"])
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_masks_are_computed_in_the_kernel_and_judged_correct(name, target, tmp_path):

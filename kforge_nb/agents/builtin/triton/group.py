@@ -20,6 +20,7 @@ from ..capture.ir import Node
 from ..capture.partition import Region
 from ..elementwise import TritonFormulas
 from ..kernel import KernelPlan
+from ..op_records import STEPS
 from .merged import write_merged
 
 MAX_ROW_BLOCK = 32768             # fp32 elements of one row a program keeps in registers
@@ -46,6 +47,13 @@ def row_warps(block) -> str | int:
     if isinstance(block, int):
         return 4 if block <= 2048 else (8 if block <= 8192 else 16)
     return f"4 if {block} <= 2048 else (8 if {block} <= 8192 else 16)"
+
+
+def no_fused_multiply_add(kp: KernelPlan) -> str:
+    """The launch option of a kernel that rounds (round, floor, a comparison): torch rounds
+    each product before the next op reads it, where a GPU's fused multiply-add would not, and
+    one bit decides a whole step there. Triton fuses by default."""
+    return ", enable_fp_fusion=False" if any(m.fn in STEPS for m in kp.group.members) else ""
 
 
 def stages(options) -> str:
@@ -384,6 +392,7 @@ class TritonGroupKernel:
     def launcher(self, name: str, split=None) -> list[str]:
         """The Python wrapper; `split` (TritonSplitKernels) adds the branch for few long rows."""
         kp, o = self.plan, self.o
+        fusion = no_fused_multiply_add(kp)
         lines = launcher_prologue(kp, name, "Launches")
         names = [r.size_name for r in kp.regions]
         call = [n.name for n in kp.inputs] + [x.name for x in kp.outputs] + \
@@ -415,20 +424,20 @@ class TritonGroupKernel:
             if o.autotune:
                 lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
                              f"{{'num_warps': {o.num_warps}}}")
-                lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, **tuning)")
+                lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}{fusion}, **tuning)")
             else:
                 warps = o.row_warps or row_warps("block * tile_rows")
                 lines.append(f"    {kp.name}[grid]({', '.join(call)}, {fixed}, "
-                             f"num_warps={warps}{stages(o)})")
+                             f"num_warps={warps}{stages(o)}{fusion})")
         else:
             total = " * ".join(names)
             lines.append(f"    grid = lambda meta: (triton.cdiv({total}, meta['BLOCK_SIZE']),)")
             if o.autotune:
                 lines.append(f"    tuning = {{}} if torch.cuda.is_available() else "
                              f"{{'BLOCK_SIZE': {o.block_size}, 'num_warps': {o.num_warps}}}")
-                lines.append(f"    {kp.name}[grid]({', '.join(call)}, **tuning)")
+                lines.append(f"    {kp.name}[grid]({', '.join(call)}{fusion}, **tuning)")
             else:
                 lines.append(f"    {kp.name}[grid]({', '.join(call)}, "
-                             f"BLOCK_SIZE={o.block_size}, num_warps={o.num_warps})")
+                             f"BLOCK_SIZE={o.block_size}, num_warps={o.num_warps}{fusion})")
         lines.append(f"    return {', '.join(x.name for x in kp.outputs)}")
         return lines

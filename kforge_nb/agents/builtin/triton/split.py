@@ -19,7 +19,7 @@ once per pass. Rows with a running sum (cumsum) keep one program per row.
 from __future__ import annotations
 
 from ..capture.ir import Node
-from .group import MAX_ROW_BLOCK, TritonGroupKernel
+from .group import MAX_ROW_BLOCK, TritonGroupKernel, no_fused_multiply_add
 
 NEUTRAL = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")',
            "first_index": "2**62"}
@@ -140,7 +140,7 @@ class TritonSplitKernels(TritonGroupKernel):
                 lines.append(f"        {r.name}_part = torch.empty(({kept}) * splits, "
                              f"dtype={dtype}, device={device})")
         tail = ["chunk", "splits", "BLOCK_SIZE=block", "PARTS=parts",
-                "num_warps=" + str(self.o.num_warps)]
+                "num_warps=" + str(self.o.num_warps) + no_fused_multiply_add(p)]
         for number in range(len(p.passes) + 1):
             final = number == len(p.passes)
             reads = [f"{r.name}_part" for passes in p.passes[:number] for r in passes]
