@@ -32,6 +32,11 @@ WRITES = {
         "c = cache.clone()\nc.index_copy_(1, index, u + 0.125)\nreturn c * 2.0",
         "[torch.randn(3, 6, 16), torch.tensor([1, 4]), torch.randn(3, 2, 16)]",
         signature="cache, index, u"), "Tensor.index_copy_"),
+    "index_copy_bf16_kv_cache": (problem(      # the casts name the cache's dtype, as written
+        "c = cache.clone()\nc.index_copy_(1, index, (u.float() + 0.125).to(cache.dtype))\n"
+        "return c.float() * 2.0",
+        "[torch.randn(3, 6, 16).bfloat16(), torch.tensor([1, 4]), "
+        "torch.randn(3, 2, 16).bfloat16()]", signature="cache, index, u"), "Tensor.index_copy_"),
     "index_put_kv_cache": (problem(
         "c = cache.clone()\nrows = torch.arange(c.shape[0], device=c.device)\n"
         "c.index_put_((rows, pos), u * 0.5)\nreturn c + 1.0",
