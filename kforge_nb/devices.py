@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .options import DEFAULT_PRECISION
 from .result import Roofline
 
 # name fragment -> (bytes/s, {dtype: FLOP/s}); measured on the lent H100/H200 (2026-11)
@@ -348,7 +349,7 @@ def best_of(fn, repeats: int = 7) -> float:
 
 
 def roofline(flops: int | None, min_bytes: int | None, dtype: str, device: str,
-             measured_ms: float | None, precision: str = "strict") -> Roofline:
+             measured_ms: float | None, precision: str = DEFAULT_PRECISION) -> Roofline:
     """Speed-of-light time = max(FLOPs / peak rate, bytes / peak bandwidth). A display, never a
     verdict: the reference's FLOPs and bytes are not the least any algorithm needs, and the
     measured ceilings may be low (evaluator/physics.py decides `faster-than-hardware`)."""

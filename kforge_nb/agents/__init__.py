@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..options import DEFAULT_PRECISION
 from ..providers import get_provider, resolve
 from ..providers.recording import Recorder, ReplayProvider
 from .base import (AnalysisAgent, AnalysisRequest, Generation, GenerationAgent,
@@ -22,7 +23,7 @@ class AgentConfig:
     prompts_dir: str | None = None
     prompt_append: dict | None = None
     hint: str = ""
-    precision: str = "strict"
+    precision: str = DEFAULT_PRECISION
     max_tokens: int = 8192
     knowledge_dirs: list[str] = field(default_factory=list)   # --knowledge: folders of notes
     images: bool = True                      # pictures of the profile for an analyst whose

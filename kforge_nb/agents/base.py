@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..options import DEFAULT_PRECISION
 from ..problem import Problem
 from ..result import Result
 from .history import Outcome
@@ -50,7 +51,7 @@ class GenerationRequest:
     #                                      something else, numbered across the round's branches
     variation: str = ""                  # what this sample tries that the others do not
     variation_action: dict | None = None  # the change the variation asks for, as data
-    precision: str = "strict"            # the evaluator's precision policy (strict, tf32, bf16, fp16)
+    precision: str = DEFAULT_PRECISION   # the evaluator's precision policy (strict, tf32, bf16, fp16)
     deadline: float | None = None        # time.monotonic() by which the run's wall-time budget
     #                                      ends: a provider retries only until then
     temperature: float | None = None     # a model's sampling temperature; None: its default

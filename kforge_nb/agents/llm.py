@@ -5,6 +5,7 @@ import re
 
 from .. import knowledge as kb
 from .. import machine as host
+from ..options import DEFAULT_PRECISION
 from ..providers.base import sampling
 from ..providers.pricing import cost_usd
 from ..result import REJECTED
@@ -49,7 +50,7 @@ def usage_of(reply, model: str) -> Usage:
 
 class LLMGenerator:
     def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 8192,
-                 hint: str = "", precision: str = "strict", knowledge: bool = True,
+                 hint: str = "", precision: str = DEFAULT_PRECISION, knowledge: bool = True,
                  knowledge_dirs: list[str] | None = None, notes: int = kb.LIMIT,
                  machine: host.Machine | None = None):
         self.provider, self.prompts = provider, prompts or Prompts()
@@ -156,7 +157,7 @@ def parse_recommendation(text: str) -> dict:
 class LLMAnalyst:
     def __init__(self, provider, prompts: Prompts | None = None, max_tokens: int = 2048,
                  images: bool = True, machine: host.Machine | None = None,
-                 precision: str = "strict"):
+                 precision: str = DEFAULT_PRECISION):
         self.provider, self.prompts, self.max_tokens = provider, prompts or Prompts(), max_tokens
         self.machine, self.precision = machine, precision    # machine None: this machine
         # pictures of the profile go to a provider that declares it takes them (--no-images: none)

@@ -6,6 +6,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from ..options import DEFAULT_PRECISION
 from .escapes import (extra_threads_or_streams, host_buffer_access, patching_or_introspection,
                       swallowed_exception)
 from .native import native_calls_libtorch, native_dynamic_symbols
@@ -68,7 +69,7 @@ class Guardrails:
     bans: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
     allow: list[str] = field(default_factory=list)
-    precision: str = "strict"
+    precision: str = DEFAULT_PRECISION
 
     def rules(self, target_rules: list[Rule]) -> list[Rule]:
         # --allow '*': the candidate may compute with torch (a baseline, a memory sweep), so

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..cpp_source import line_at, preprocessed, strip_cpp_comments_and_strings
+from ..options import DEFAULT_PRECISION
 from .names import LOCAL, Bindings
 
 CANDIDATE_CLASSES = ("ModelNew", "NewModel")
@@ -29,7 +30,7 @@ class Source:
     text: str
     tree: ast.Module
     allowed_ops: frozenset[str] = frozenset()
-    precision: str = "strict"
+    precision: str = DEFAULT_PRECISION
     reference: str = ""        # the problem's source: dtypes it already uses are not switches
 
     @functools.cached_property
