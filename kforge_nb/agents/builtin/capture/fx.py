@@ -109,11 +109,10 @@ def capture(source: str) -> Captured:
                 recorder.run(*inputs)
             break
         except Exception as exc:          # meta first; a real run when meta is not enough
-            errors.append(str(exc) if isinstance(exc, CaptureError) else first_line(exc))
+            errors.append(str(exc) if isinstance(exc, CaptureError) else
+                          f"the reference could not be captured ({first_line(exc)})")
     else:
-        if all(e == errors[0] for e in errors):
-            raise CaptureError(errors[0])
-        raise CaptureError("the reference could not be captured (" + "; ".join(errors) + ")")
+        raise CaptureError("; ".join(dict.fromkeys(errors)))      # each reason once
     lowerer = Lowerer(model, recorder.values)
     lowerer.gm = gm
     graph = lowerer.lower(gm)
