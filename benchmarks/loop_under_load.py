@@ -350,11 +350,14 @@ def truth_of(judged: list[dict]) -> dict:
     def med(k, key):
         return statistics.median(j[key] for j in used if j["passes"] == k)
     ms = {k: med(k, "candidate_ms") for k in (1, 2, 3)}
+    speedup = {k: med(k, "speedup") for k in (1, 2, 3)}
     return {"judged": judged, "used": len(used), "busy": len(judged) - len(quiet), "ms": ms,
-            "speedup": {k: med(k, "speedup") for k in (1, 2, 3)},
+            "speedup": speedup,
             "eager_ms": statistics.median(j["eager_ms"] for j in used),
-            # the head-to-head ratio of a candidate of passes b against a rival of passes a
-            "ratio": {f"{a}/{b}": ms[a] / ms[b] for a in (1, 2, 3) for b in (1, 2, 3)}}
+            # the head-to-head ratio of a candidate of passes b against a rival of passes a,
+            # from the speedups (each a ratio within one judging's rounds, so a judging slowed
+            # by others' work moves it far less than it moves that judging's times)
+            "ratio": {f"{a}/{b}": speedup[b] / speedup[a] for a in (1, 2, 3) for b in (1, 2, 3)}}
 
 
 def one_run(repo, problem, pattern, index, seed, work, cache, args) -> dict:
