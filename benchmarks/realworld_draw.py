@@ -83,7 +83,8 @@ def rope(s: Source, r: random.Random, k: int) -> None:
                "angles = torch.outer(torch.arange(max_position).float(), inv)",
                f"self.register_buffer('cos{k}', angles.cos())",
                f"self.register_buffer('sin{k}', angles.sin())"]
-    s.forward += [f"cos, sin = self.cos{k}[positions].unsqueeze(1), self.sin{k}[positions].unsqueeze(1)",
+    s.forward += [f"cos, sin = self.cos{k}[positions].unsqueeze(1), "
+                  f"self.sin{k}[positions].unsqueeze(1)",
                   "g = h.view(h.shape[0], -1, 64).float()"]
     if r.random() < 0.5:
         s.forward += ["g1, g2 = g.chunk(2, dim=-1)",
