@@ -23,6 +23,8 @@ import time
 
 import pytest
 
+from tests.browser.lab_steps import save_notebook, write_notebook
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "kforge-browser.ipynb"
@@ -75,18 +77,6 @@ HARMLESS_CONSOLE = [
 
 # ---------------------------------------------------------------------------------------------
 # helpers
-
-
-def write_notebook(path) -> None:
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext kforge_nb"),
-                nbformat.v4.new_code_cell(f"{MAGIC}\n{PROBLEM}")]
-    nbformat.write(nb, str(path))
 
 
 def menu(page, top: str, item: str) -> None:
@@ -292,7 +282,7 @@ def saved_kforge_mimes(path) -> list[str]:
 def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, lab_page):
     page = lab_page.page
     path = jupyter_lab.root / NOTEBOOK
-    write_notebook(path)
+    write_notebook(path, ["%load_ext kforge_nb", f"{MAGIC}\n{PROBLEM}"])
     t0 = time.monotonic()
 
     # --- open the notebook; its kernel starts ---------------------------------------------------
@@ -388,15 +378,7 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
     assert "VBox(" not in live
 
     # --- save, shut the kernel down, reload -------------------------------------------------------
-    mtime = path.stat().st_mtime_ns
-    cells.nth(0).locator(".jp-InputPrompt").click()          # command mode: Ctrl+S is the notebook's
-    page.keyboard.press("Control+s")
-    page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached",
-                                                                          timeout=KERNEL_MS)
-    deadline = time.monotonic() + 60
-    while path.stat().st_mtime_ns == mtime and time.monotonic() < deadline:
-        page.wait_for_timeout(250)
-    assert path.stat().st_mtime_ns != mtime, "Ctrl+S did not write the notebook"
+    save_notebook(page, cells, path, KERNEL_MS)
     assert "application/vnd.kforge.run+json" in saved_kforge_mimes(path), \
         f"the saved kforge cell has no report bundle: {saved_kforge_mimes(path)}"
     lab_page.shot("saved")

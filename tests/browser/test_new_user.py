@@ -17,10 +17,10 @@ how fast this machine is. Screenshots of each step: kforge-runs/browser/.
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
+from tests.browser.lab_steps import save_notebook, write_notebook
 from tests.browser.test_jupyterlab import (KERNEL_MS, PAGE_MS, PROBLEM, STEP_MS, Dashboard,
                                            console_errors, kernel_idle, menu, wait_for_dashboard,
                                            widgets_settled)
@@ -31,18 +31,6 @@ NOTEBOOK = "kforge-new-user.ipynb"
 REFUSED = "%%kforge --target metal --provider builtin"
 MAGIC = ("%%kforge --target cpp --provider builtin --mode review --iterations 4 --patience 4 "
          "--trials 2 --no-compile-baseline")
-
-
-def write_notebook(path) -> None:
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                 "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext kforge_nb"),
-                nbformat.v4.new_code_cell(f"{REFUSED}\n{PROBLEM}"),
-                nbformat.v4.new_code_cell(f"{MAGIC}\n{PROBLEM}")]
-    nbformat.write(nb, str(path))
 
 
 def run_cell(page, cell) -> None:
@@ -64,7 +52,8 @@ def drawn_plot(root, chart: str):
 
 def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab, lab_page):
     page = lab_page.page
-    write_notebook(jupyter_lab.root / NOTEBOOK)
+    write_notebook(jupyter_lab.root / NOTEBOOK, ["%load_ext kforge_nb", f"{REFUSED}\n{PROBLEM}",
+                                                 f"{MAGIC}\n{PROBLEM}"])
     page.goto(jupyter_lab.page_url(NOTEBOOK), timeout=PAGE_MS)
     cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell")
     cells.nth(2).wait_for(state="visible", timeout=PAGE_MS)
@@ -153,15 +142,7 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
 
     # --- saved, reloaded with the kernel alive: the report knows its kernel --------------------
     path = jupyter_lab.root / NOTEBOOK
-    mtime = path.stat().st_mtime_ns
-    cells.nth(0).locator(".jp-InputPrompt").click()     # command mode: Ctrl+S is the notebook's
-    page.keyboard.press("Control+s")
-    page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached",
-                                                                          timeout=KERNEL_MS)
-    deadline = time.monotonic() + 60
-    while path.stat().st_mtime_ns == mtime and time.monotonic() < deadline:
-        page.wait_for_timeout(250)
-    assert path.stat().st_mtime_ns != mtime, "Ctrl+S did not write the notebook"
+    save_notebook(page, cells, path, KERNEL_MS)
     page.reload(timeout=PAGE_MS)
     cells.nth(2).wait_for(state="visible", timeout=PAGE_MS)
     report = cells.nth(2).locator("div.kforge-run[data-renderer=mime]").first
