@@ -278,15 +278,14 @@ def mark_bool_outputs(graph) -> None:
             node.dtype = torch.bool
 
 
-def mark_divisions(nodes, everywhere: bool = False) -> None:
+def mark_divisions(nodes) -> None:
     """Say in each division's attrs how torch divides, for its formula (`w_div`): by a Python
     number (`divisor`: a multiply by its float32 reciprocal on a GPU, a true division on the
     CPU); a number over a tensor (`numerator`: `Tensor.__rtruediv__` is the reciprocal times
     the number); and, where the result reaches a stepping op (round, floor, a comparison)
     through pointwise ops, `exact`: there a last-bit difference from torch's quotient is a
     whole quantisation step (`round(x / scale)`), so it is never a reciprocal multiply or an
-    approximate division. Other divisions keep the faster forms, unless `everywhere` (the
-    conservative version a fix writes: a mismatch may come from any quotient's last bit)."""
+    approximate division. Other divisions keep the faster forms."""
     number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
     for node in nodes:
         if node.op != "pointwise" or node.fn not in ("div", "reciprocal"):
@@ -295,8 +294,7 @@ def mark_divisions(nodes, everywhere: bool = False) -> None:
             node.attrs["divisor"] = float(node.args[1])
         elif node.fn == "div" and number(node.args[0]):
             node.attrs["numerator"] = float(node.args[0])
-        node.attrs.pop("exact", None)       # the graph is written again with other knobs
-        if everywhere or reaches_step(node):
+        if reaches_step(node):
             node.attrs["exact"] = True
 
 

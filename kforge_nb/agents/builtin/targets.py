@@ -27,9 +27,7 @@ class Target:
     templates: dict[str, Writer]               # template family (a node's fn) -> its writer
 
     def write(self, title: str, source: str, captured: Captured, plan: Schedule, options) -> Built:
-        # each division as torch divides; the conservative version (a fix) divides exactly
-        # everywhere, so a fix changes the arithmetic and not only the tiles
-        mark_divisions(captured.graph.nodes, everywhere=options == self.conservative())
+        mark_divisions(captured.graph.nodes)      # each division as torch divides
         mark_bool_outputs(captured.graph)         # comparisons returned as torch.bool
         return self.assembly(title, source, captured, plan, options, self.templates).build()
 
