@@ -77,3 +77,15 @@ def test_the_default_baseline_is_recorded_as_the_default_mode(judge):
     assert result.state == CORRECT
     assert result.timing.compile_mode == "default" and result.timing.speedup_vs_compile > 0
     assert "max-autotune" not in result.summary()
+
+
+def test_a_whole_models_parts_and_end_to_end_line_name_the_baseline():
+    from kforge_nb.ui.model_view import end_to_end_line, parts_table
+    row = {"part": 0, "share": 0.6, "occurrences": 1, "label": "softmax", "state": "correct",
+           "speedup_vs_eager": 1.5, "speedup_vs_compile": 0.9, "timing_real": True,
+           "compile_mode": "max-autotune", "used": True}
+    assert "vs max-autotune" in parts_table([row]).splitlines()[0]
+    e2e = {"state": "correct", "message": "", "path": "model.py", "kernels": [0],
+           "candidate_ms": 1.0, "eager_ms": 1.5, "speedup_vs_eager": 1.5,
+           "speedup_vs_compile": 0.9, "timing_real": True, "compile_mode": "max-autotune"}
+    assert "0.90x vs torch.compile max-autotune" in end_to_end_line(e2e)

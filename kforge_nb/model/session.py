@@ -357,7 +357,7 @@ def part_result(session, use: str = "faster") -> dict:
         return {**row, "used": False, "why": session.error or f"no correct kernel ({last})"}
     t = best.result.timing
     row.update(speedup_vs_eager=t.speedup_vs_eager, speedup_vs_compile=t.speedup_vs_compile,
-               timing_real=t.real, candidate_ms=t.candidate_ms, measures=best.result.measures)
+               compile_mode=t.compile_mode, timing_real=t.real, candidate_ms=t.candidate_ms, measures=best.result.measures)
     if "parameter names differ" in best.result.message:
         return {**row, "used": False, "why": "its kernel names its weights differently from the "
                 "part's Model, so the model's weights cannot be handed to it"}
@@ -412,6 +412,7 @@ def end_to_end_row(result: Result, path: Path, kernels: list[int], allowed: list
             "speedup_vs_eager_ci": t.speedup_vs_eager_ci if result.state == CORRECT else None,
             "speedup_vs_compile_ci": t.speedup_vs_compile_ci if result.state == CORRECT else None,
             "timing_real": t.real, "candidate_ms": t.candidate_ms, "eager_ms": t.eager_ms,
-            "compile_ms": t.compile_ms, "artifacts": result.artifacts,
+            "compile_ms": t.compile_ms, "compile_mode": t.compile_mode,
+            "artifacts": result.artifacts,
             "measures": result.measures,
             "result": result.to_dict()}

@@ -32,6 +32,7 @@ from ..agents import make_agents
 from ..agents.base import AnalysisRequest, GenerationRequest, Recommendation
 from ..agents.feedback import profile_summary
 from ..agents.history import Outcome, outcomes as outcomes_of
+from ..baselines import long_name
 from ..executors import Executor, ExecutorError
 from ..problem import ProblemError
 from ..providers import ProviderError
@@ -110,8 +111,9 @@ class Loop:
         for notice in notices:
             self.emit("notice", 0, text=notice)
         if "compile" in state.options.baselines:
-            self.emit("notice", 0, text="every evaluation times the reference eager and "
-                      "torch.compile'd beside the candidate; the first also warms "
+            compiled = long_name(state.options.compile_mode)
+            self.emit("notice", 0, text=f"every evaluation times the reference eager and "
+                      f"with {compiled} beside the candidate; the first also warms "
                       "torch.compile up, at most once a run (~10-40 s on a small, busy CPU)")
         self.emit("started", state.next_iteration, problem=spec.problem.name,
                   target=spec.target.name, device=feasible.where_it_runs(spec.target),

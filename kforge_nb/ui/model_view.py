@@ -11,6 +11,7 @@ import html
 import io
 import sys
 
+from ..baselines import common_mode, long_name, short_name
 from ..intervals import speedup_text
 from ..result import measures_line
 from ..session.events import Event
@@ -34,7 +35,8 @@ def parts_table(rows: list[dict]) -> str:
     any session ran: share, time and ops only)."""
     preview = all("ms" in r and "used" not in r for r in rows)
     head = ("part", "share", "ms", "uses", "ops") if preview else \
-        ("part", "share", "uses", "ops", "state", "vs eager", "vs compile", "in model")
+        ("part", "share", "uses", "ops", "state", "vs eager",
+         f"vs {short_name(common_mode(rows))}", "in model")
     lines = [head]
     for r in rows:
         if preview:
@@ -66,7 +68,7 @@ def end_to_end_line(e2e: dict) -> str:
                      f"({speed(e2e['speedup_vs_eager'], True, ci_of(e2e))})")
             if e2e.get("speedup_vs_compile"):
                 line += (f", {speed(e2e['speedup_vs_compile'], True, ci_of(e2e, 'compile'))} "
-                         "vs torch.compile")
+                         f"vs {long_name(e2e.get('compile_mode'))}")
         else:
             line += f", {e2e['candidate_ms']:.4g} ms (not a performance figure)"
     else:
@@ -151,8 +153,9 @@ def summary_html(summary: dict, live_part: str = "", png: str | None = None) -> 
             speed(r.get("speedup_vs_compile"), r.get("timing_real"), ci_of(r, "compile")),
             "kernel" if r.get("used") else "as written")) +
             f"<td title='{html.escape(r.get('why', ''))}'>{html.escape(r.get('why', ''))}</td></tr>")
+    compiled = short_name(common_mode(summary["parts"]))
     head = "".join(f"<th>{h}</th>" for h in ("part", "share", "uses", "ops", "state", "vs eager",
-                                               "vs compile", "in model", "why"))
+                                               f"vs {compiled}", "in model", "why"))
     e2e = html.escape(end_to_end_line(summary.get("end_to_end") or {})).replace("\n", "<br>")
     png = png if png is not None else timeline_png(summary)
     chart = f"<img alt='timeline' src='data:image/png;base64,{png}'>" if png else ""
