@@ -357,7 +357,8 @@ def part_result(session, use: str = "faster") -> dict:
         return {**row, "used": False, "why": session.error or f"no correct kernel ({last})"}
     t = best.result.timing
     row.update(speedup_vs_eager=t.speedup_vs_eager, speedup_vs_compile=t.speedup_vs_compile,
-               compile_mode=t.compile_mode, timing_real=t.real, candidate_ms=t.candidate_ms, measures=best.result.measures)
+               compile_mode=t.compile_mode, timing_real=t.real, candidate_ms=t.candidate_ms,
+               measures=best.result.measures)
     if "parameter names differ" in best.result.message:
         return {**row, "used": False, "why": "its kernel names its weights differently from the "
                 "part's Model, so the model's weights cannot be handed to it"}
