@@ -56,3 +56,14 @@ def test_an_integer_code_off_by_one_is_named():
     flipped[1, 0] += 2
     ok, why = compare_values(codes, flipped, "strict", Correctness())
     assert not ok and STEP not in why
+
+
+def test_values_left_at_zero_are_not_called_a_rounding():
+    """A row the kernel never wrote reads 0: each of its values is then "one step" of a grid as
+    coarse as the value itself, which says nothing about a rounding."""
+    x = torch.randn(64, 1024, generator=torch.Generator().manual_seed(4))
+    r = quantised(x)
+    unwritten = r.clone()
+    unwritten[5] = 0
+    ok, why = compare_values(r, unwritten, "strict", Correctness())
+    assert not ok and STEP not in why

@@ -427,7 +427,7 @@ def steps_apart(r64: torch.Tensor, c64: torch.Tensor, diff: torch.Tensor) -> boo
 
 
 def one_step(acc: "ErrorAccumulator") -> str:
-    if not (acc.bad and acc.steps_only):
+    if not (acc.bad and acc.steps_only and acc.step_off_zero):
         return ""
     return (f"; every value outside is off by exactly one step of its quantisation grid "
             f"({acc.bad} value{'s' * (acc.bad != 1)}): the kernel rounds where torch rounds "
@@ -461,6 +461,9 @@ class ErrorAccumulator:
         self.ref_sq = self.err_sq = 0.0
         self.worst: list[tuple[float, int, complex, complex]] = []   # complex or float
         self.steps_only = True          # every bad value one grid step off (see one_step)
+        # ... and one of them off a value that is not zero: a value left at 0 is always "one
+        # step" of a grid as coarse as the value itself, which says nothing about a rounding
+        self.step_off_zero = False
 
     @property
     def rel_norm(self) -> float:
@@ -474,6 +477,7 @@ class ErrorAccumulator:
         self.bad += int(bad.sum())
         if self.steps_only and bad.any():
             self.steps_only = steps_apart(r64[bad], c64[bad], diff[bad])
+            self.step_off_zero |= bool(((r64[bad] != 0) & (c64[bad] != 0)).any())
         self.ref_sq += squares(r64[finite])
         self.err_sq += squares(diff[finite])
         if bad.any():
