@@ -89,3 +89,16 @@ def test_a_whole_models_parts_and_end_to_end_line_name_the_baseline():
            "candidate_ms": 1.0, "eager_ms": 1.5, "speedup_vs_eager": 1.5,
            "speedup_vs_compile": 0.9, "timing_real": True, "compile_mode": "max-autotune"}
     assert "0.90x vs torch.compile max-autotune" in end_to_end_line(e2e)
+
+
+@pytest.mark.slow
+def test_kforge_eval_passes_the_baseline_to_the_judge(kforge_cli):
+    """The flag as a user gives it, through the real CLI and evaluator: the JSON verdict
+    carries the mode its compile figure was timed against."""
+    from tests.support.evaluator import CANDIDATES, PROBLEMS
+    proc = kforge_cli("eval", str(PROBLEMS / "linear.py"),
+                      str(CANDIDATES / "cpp_linear_same_names.py"), "--target", "cpp",
+                      "--trials", "1", "--baseline", "max-autotune", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    timing = json.loads(proc.stdout)["timing"]
+    assert timing["compile_mode"] == "max-autotune" and timing["speedup_vs_compile"] > 0
