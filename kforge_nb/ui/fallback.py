@@ -138,11 +138,12 @@ def to_html(record: dict) -> str:
     parts.append(candidates_table(record))
     parts.append(tree_html(record))
     points = speedup_points(record)
-    chart = speedup_png(points)
+    compiled = long_name(common_mode(a["result"].get("timing") for a in record["history"]))
+    chart = speedup_png(points, compiled)
     if chart:
         parts.append(plotly_library() + '<div><img alt="speedup per correct candidate" '
                      f'src="data:image/png;base64,{chart}" style="max-width:100%">'
-                     + chart_caption() + '</div>' + plotly_script(speedup_figure(points)))
+                     + chart_caption() + '</div>' + plotly_script(speedup_figure(points, compiled)))
     if best:
         parts.append(f'<details><summary>best kernel: candidate {esc(best["id"])}</summary>'
                      f'<pre style="font-size:12px;overflow-x:auto">{esc(best["code"])}</pre>'
@@ -405,11 +406,12 @@ def speedup_points(record: dict) -> tuple:
     return tuple(points)
 
 
-def speedup_figure(points: tuple) -> dict:
+def speedup_figure(points: tuple, compiled: str = "torch.compile") -> dict:
     """The PNG's chart as a plotly figure (plain data): speedup vs eager and, where it was
-    timed, vs torch.compile per correct candidate, its 95 % interval as an error bar."""
+    timed, vs `compiled` (the baseline's name) per correct candidate, its 95 % interval as an
+    error bar."""
     data = []
-    for index, name, colour in ((1, "vs eager", "#1565c0"), (2, "vs torch.compile", "#ef6c00")):
+    for index, name, colour in ((1, "vs eager", "#1565c0"), (2, f"vs {compiled}", "#ef6c00")):
         shown = [p for p in points if p[index]]
         if not shown:
             continue
@@ -502,7 +504,7 @@ def error_bars(values, bounds):
 
 
 @lru_cache(maxsize=16)
-def speedup_png(points: tuple) -> str | None:
+def speedup_png(points: tuple, compiled: str = "torch.compile") -> str | None:
     """The speedup chart as a base64 PNG; None without points or without matplotlib."""
     if not points:
         return None
@@ -523,7 +525,7 @@ def speedup_png(points: tuple) -> str | None:
         compile_ = [p[2] for _, p in timed]
         ax.errorbar([i for i, _ in timed], compile_,
                     yerr=error_bars(compile_, [p[4] for _, p in timed]), fmt="o-",
-                    color="#ef6c00", capsize=3, label="vs torch.compile")
+                    color="#ef6c00", capsize=3, label=f"vs {compiled}")
     ax.axhline(1.0, color="#999", linestyle="--", linewidth=1)
     ax.set_xticks(list(x), [p[0] for p in points])
     ax.set_ylabel("speedup (x)")
