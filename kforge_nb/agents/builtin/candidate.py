@@ -15,29 +15,62 @@ from ...pyparse import parse_ast
 HEADER_MARK = "# kforge-builtin:"
 
 
+REFERENCE_HARNESS = ("Model", "get_inputs", "get_init_inputs")
+
+
+def bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: `A`, `A, B = ...`, `(A, *rest) = ...`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_names(element)]
+    return []                                   # `a.b = ...`, `a[i] = ...` bind no name
+
+
+def top_level_bindings(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    """Each name the module binds at top level (functions, classes, assignments) and the
+    statements that bind it, in file order: `HIDDEN = 64` then `HIDDEN *= 2` are both kept."""
+    bindings: dict[str, list[ast.stmt]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [n for t in node.targets for n in bound_names(t)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            names = bound_names(node.target)
+        else:
+            names = []
+        for name in names:
+            if name not in REFERENCE_HARNESS:
+                bindings.setdefault(name, []).append(node)
+    return bindings
+
+
+def statements_needed(root: ast.AST, bindings: dict[str, list[ast.stmt]]) -> set[ast.stmt]:
+    """The top-level statements `root` reads a name from, and those they read, transitively."""
+    needed: set[ast.stmt] = set()
+    todo = [root]
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Name):
+                fresh = [s for s in bindings.get(node.id, []) if s not in needed]
+                needed.update(fresh)
+                todo += fresh
+    return needed
+
+
 def reference_parts(source: str) -> tuple[list[str], str | None]:
-    """(top-level code the constructor needs, the constructor's source) from the reference."""
+    """(top-level code the constructor needs, the constructor's source) from the reference.
+
+    Only parsed, never run: the imports, then the functions, classes and module-level
+    constants (`VOCAB, DIM = 4096, 64`) the constructor reads, in the reference's order."""
     tree = parse_ast(source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     init = next((n for n in model.body if isinstance(n, ast.FunctionDef) and
                  n.name == "__init__"), None) if model else None
-    definitions = {}
-    for node in tree.body:
-        names = []
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names = [node.name]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [t.id for t in targets if isinstance(t, ast.Name)]
-        for name in names:
-            if name not in ("Model", "get_inputs", "get_init_inputs"):
-                definitions[name] = node
-    needed, todo = [], [init] if init else []
-    while todo:
-        for n in ast.walk(todo.pop()):
-            if isinstance(n, ast.Name) and n.id in definitions and definitions[n.id] not in needed:
-                needed.append(definitions[n.id])
-                todo.append(definitions[n.id])
+    needed = statements_needed(init, top_level_bindings(tree)) if init else set()
     imports = [ast.get_source_segment(source, n) for n in tree.body
                if isinstance(n, (ast.Import, ast.ImportFrom))]
     support = [ast.get_source_segment(source, n) for n in tree.body if n in needed]
