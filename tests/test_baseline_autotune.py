@@ -66,7 +66,7 @@ def test_max_autotune_is_compiled_timed_and_recorded(options):
     compiling = [i for i, line in enumerate(said) if "compiling the reference with "
                  "torch.compile max-autotune" in line]
     assert compiling and compiling[0] < next(i for i, line in enumerate(said)
-                                             if line.startswith("torch.compile ("))
+                                             if line.startswith("torch.compile max-autotune ("))
     saved = json.loads((Path(result.artifacts) / "result.json").read_text())
     assert saved["timing"]["compile_mode"] == "max-autotune"
 

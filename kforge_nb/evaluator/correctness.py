@@ -431,8 +431,9 @@ def one_step(acc: "ErrorAccumulator") -> str:
         return ""
     return (f"; every value outside is off by exactly one step of its quantisation grid "
             f"({acc.bad} value{'s' * (acc.bad != 1)}): the kernel rounds where torch rounds "
-            "otherwise (IEEE division where torch multiplies by a scalar divisor's reciprocal, "
-            "round-half-even against half away from zero, a scale off in its last bit), so the "
+            "otherwise (a division written otherwise than torch's: torch divides by a Python "
+            "number through its float32 reciprocal on a GPU and exactly on a CPU; "
+            "round-half-even against half away from zero; a scale off in its last bit), so the "
             "fix is in the arithmetic, not the tiling")
 
 

@@ -164,7 +164,7 @@ class TimingFigures:
         knobs = sorted((k, v) for k, v in os.environ.items() if k.startswith("KFORGE_")
                        and k != "KFORGE_CACHE")
         key = hashlib.sha256(json.dumps(["side-by-side", self.problem.source, self.device,
-                                         torch.__version__, knobs,
+                                         torch.__version__, knobs, self.options.compile_mode,
                                          devices.gpu_name() if self.device == "cuda" else ""]
                                         ).encode()).hexdigest()[:20]
         path = cache_dir() / "baselines" / f"{key}.json"

@@ -9,6 +9,7 @@ import random
 import statistics
 import time
 
+from ..baselines import long_name
 from ..result import MISMATCH, REJECTED, Result
 from . import clocks, messages, nsight, stats, transfer
 from .figures import TimingFigures, profile_note
@@ -87,7 +88,7 @@ class TimedRounds(TimingFigures):
                     sides.append(side)
                 else:
                     self.compile_errors[side] = str(reply.get("error") or "it failed")
-            self.lap("torch.compile")
+            self.lap(long_name(self.options.compile_mode))
         rival = ("rival",) if self.rival is not None and not self.rival_void else ()
         return tuple(sides) + ("judge", "candidate") + rival
 
