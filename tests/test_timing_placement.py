@@ -27,21 +27,28 @@ def seen_by_calls(sets: harness.TimingSets, blocks: int, calls: int) -> list[tup
 
 
 def test_each_cpu_block_times_its_inputs_in_fresh_memory():
-    seen = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=3, calls=3)
-    by_block = [{ptr for ptr, _ in seen[i:i + 3]} for i in (0, 3, 6)]
+    seen = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=3, calls=4)
+    by_block = [{ptr for ptr, _ in seen[i:i + 4]} for i in (0, 4, 8)]
     assert all(len(block) == 3 for block in by_block)        # the three sets, rotated
     assert by_block[0].isdisjoint(by_block[1])                # moved between blocks ...
     assert by_block[1].isdisjoint(by_block[2])
 
 
 def test_moving_changes_no_value_a_call_sees():
-    moved = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=3, calls=3)
+    moved = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=3, calls=4)
     kept = harness.TimingSets(sets_of(), key=11)                # the same sets, never moved
-    in_place = [float(kept.inputs(k)[0].double().sum()) for k in range(9)]
+    in_place = [float(kept.inputs(k)[0].double().sum()) for k in range(12)]
     assert [value for _, value in moved] == in_place
 
 
 def test_sets_over_the_limit_stay_where_they_are(monkeypatch):
     monkeypatch.setattr(harness, "MOVE_BYTES", 1024)            # smaller than one set
-    seen = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=2, calls=3)
-    assert {ptr for ptr, _ in seen[:3]} == {ptr for ptr, _ in seen[3:]}
+    seen = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=2, calls=4)
+    assert {ptr for ptr, _ in seen[:4]} == {ptr for ptr, _ in seen[4:]}
+
+
+def test_blocks_too_short_to_come_back_to_a_set_stay_where_they_are():
+    """The Triton interpreter times blocks of two calls: kept in place, the next block comes
+    back to the first set's address, where a memo keyed on it serves a stale answer."""
+    seen = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=2, calls=2)
+    assert seen[3][0] == seen[0][0]                             # call 3 is set 0 again
