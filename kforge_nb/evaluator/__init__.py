@@ -30,7 +30,7 @@ In the worker processes (forked from zygote.py; no verdict is decided there)
   worker_common.py    what both workers share: loading the problem, building a model, hooks,
                       profiles, error reports
   harness.py          loading source, trial inputs, timing and profiling (clocks bound at import;
-                      timing sets moved to fresh memory before each CPU block)
+                      timing sets moved to fresh memory before CPU blocks)
   trial_values.py     the tails trial's values: large, tiny and zero, each input's signs kept
   correctness.py      the comparison, in the outputs' own precision, a chunk at a time;
                       complex outputs as complex; the float64 answer where one may be noise
