@@ -1,14 +1,13 @@
 """`kforge eval` accepts what the run accepted (issue 36, item 6).
 
-The builtin agent keeps `torch.round` in torch on purpose and its run allows it (the problem
-scales by powers of two, so the kernel's arithmetic is exact and no draw can flip a rounding:
-a per-row scale `amax / 127` does flip one value in some draws, the builtin agent's open
-rounding issue, named by the verdict as one quantisation step); `kforge eval`
-of the run's best_candidate.py without that allowance refuses it (`torch-compute-at-runtime`).
-The file carries the run's flags on a first line the session writes (`# kforge-judged-with:`);
-the refusal names them, `kforge eval --as-judged` judges the file as the run did, and the
-exported kernel says the same command and writes the reference it needs. What the line may declare is
-bounded: --target, --precision and op names, never '*' nor any other flag.
+The builtin agent keeps a gather by tensor ids (`x[ids]`, ATen's `index`) in torch on purpose
+and its run allows it; `kforge eval` of the run's best_candidate.py without that allowance
+refuses it (`torch-compute-at-runtime`). (This test used `torch.round` until the agent learned
+to round in its kernels, as torch rounds.) The file carries the run's flags on a first line the
+session writes (`# kforge-judged-with:`); the refusal names them, `kforge eval --as-judged`
+judges the file as the run did, and the exported kernel says the same command and writes the
+reference it needs. What the line may declare is bounded: --target, --precision and op names,
+never '*' nor any other flag.
 """
 from __future__ import annotations
 
@@ -23,17 +22,17 @@ from kforge_nb.problem import Problem
 
 pytestmark = pytest.mark.slow
 
-QUANTISE = '''import torch
+GATHER = '''import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
-    def forward(self, x):
-        return torch.round(x * 8.0).clamp(-127, 127) * 0.125
+    def forward(self, x, ids):
+        return torch.relu(x[ids] * 2.0)
 
 
 def get_inputs():
-    return [torch.randn(16, 256)]
+    return [torch.randn(64, 32), torch.randint(0, 64, (128,))]
 
 
 def get_init_inputs():
@@ -51,33 +50,33 @@ def test_the_exported_kernel_is_judged_as_the_run_judged_it(tmp_path):
     from kforge_nb.agents import AgentConfig
     from kforge_nb.evaluator import EvalOptions
     from kforge_nb.session import Budget, Session
-    session = Session(Problem.from_string(QUANTISE, "quantise"), "cpp",
+    session = Session(Problem.from_string(GATHER, "gather"), "cpp",
                       AgentConfig(provider="builtin"), Budget(iterations=1, patience=None),
                       EvalOptions(baselines=("eager",), out_dir=tmp_path, trials=2),
                       out=tmp_path).start()
     session.wait(600)
     assert session.best is not None, session.finish_reason
-    assert "round" in session.best.generation.kept_ops
+    assert "index" in session.best.generation.kept_ops
     best = session.folder / "best_candidate.py"
-    assert best.read_text().startswith("# kforge-judged-with: --target cpp --allow round\n")
+    assert best.read_text().startswith("# kforge-judged-with: --target cpp --allow index\n")
     exported = session.export(tmp_path / "kernel.py")
-    assert "best_candidate.py --target cpp --allow round`" in exported.read_text()
+    assert "best_candidate.py --target cpp --allow index`" in exported.read_text()
 
     reference = tmp_path / "reference.py"
     subprocess.run([sys.executable, str(exported), "--write-reference", str(reference)],
                    check=True, timeout=120)
-    assert reference.read_text() == QUANTISE
+    assert reference.read_text() == GATHER
 
     refused = kforge_eval(reference, best, "--target", "cpp", cwd=tmp_path)
     assert refused.returncode == 1, refused.stderr
-    assert "rejected" in refused.stdout and "aten.round" in refused.stdout
-    assert ("judged it with --target cpp --allow round: kforge eval --as-judged judges it the "
+    assert "rejected" in refused.stdout and "aten.index" in refused.stdout
+    assert ("judged it with --target cpp --allow index: kforge eval --as-judged judges it the "
             "same way") in refused.stdout
 
     accepted = kforge_eval(reference, best, "--as-judged", cwd=tmp_path)
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert "judging as the run did (best_candidate.py's kforge-judged-with line): --target " \
-        "cpp --allow round" in accepted.stderr
+        "cpp --allow index" in accepted.stderr
     assert accepted.stdout.startswith("correct")
 
 
@@ -86,7 +85,7 @@ def test_the_exported_kernel_is_judged_as_the_run_judged_it(tmp_path):
     ("# kforge-judged-with: --no-sandbox x", "names '--no-sandbox'"),
     ("# kforge-judged-with: --allow", "a flag without a value"),
     ("# kforge-judged-with: --allow 'round", "does not parse"),
-    ("# kforge-judged-with: --allow round;rm", "not an op name"),
+    ("# kforge-judged-with: --allow index;rm", "not an op name"),
 ])
 def test_a_declaration_names_only_ops_a_target_and_a_precision(line, why):
     with pytest.raises(DeclarationError, match=why.replace("*", r"\*").replace("(", r"\(")):
@@ -98,7 +97,7 @@ def test_a_file_without_a_declaration_is_told_so(tmp_path):
     candidate.write_text("import torch\n")
     assert declared_flags(candidate.read_text()) is None
     reference = tmp_path / "reference.py"
-    reference.write_text(QUANTISE)
+    reference.write_text(GATHER)
     told = kforge_eval(reference, candidate, "--as-judged", cwd=tmp_path)
     assert told.returncode == 2
     assert "mine.py has no '# kforge-judged-with:' line" in told.stderr
