@@ -173,6 +173,24 @@ def test_an_ill_conditioned_output_gives_no_slack_where_the_reference_is_exact()
         assert not ok and "of values outside" in why
 
 
+def test_a_small_difference_of_large_terms_is_held_to_the_float64_answer_in_norm():
+    """A triplet loss on the tails trial (a CI run's draw: seed 767298597255922963): the hinge
+    leaves 0.037 from distances of hundreds, the reference is 2.9e-6 off its float64 answer
+    (7.9e-5 relative) and an honest kernel 1.4e-6 the other way, 1.2e-4 from the reference: past
+    the norm guard around r, well within it around the float64 answer. Zeros still fail."""
+    reference = torch.tensor(0.0370396189391613)
+    honest = torch.tensor(0.0370352603495121)
+    exact = torch.tensor(0.037036709928396964, dtype=torch.float64)
+    ok, why = compare_values(reference, honest, "strict", Correctness())
+    assert not ok and "relative error norm" in why              # around r alone: refused
+    report = Correctness()
+    assert compare_values(reference, honest, "strict", report, lambda: exact) == (True, "")
+    assert report.tolerance["widened_by_reference_error"] == correctness.CONDITION_FACTOR
+    for wrong in (torch.tensor(0.0), reference * 1.001):
+        ok, why = compare_values(reference, wrong, "strict", Correctness(), lambda: exact)
+        assert not ok, (wrong, why)
+
+
 class Mean(torch.nn.Module):
     def forward(self, x):
         return normalised_mean(x), x.sum(1)
