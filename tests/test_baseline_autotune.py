@@ -1,6 +1,8 @@
 """`--baseline max-autotune`: "vs compile" timed against torch.compile(mode="max-autotune"),
 the mode recorded on the judged result and named by every view that names the baseline."""
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,8 @@ from kforge_nb.baselines import long_name, short_name
 from kforge_nb.bench.report import Row, table
 from kforge_nb.result import CORRECT
 from kforge_nb.session.config import eval_options
+from kforge_nb.ui.report import run_record
+from tests.support.scripted_run import scripted_session
 
 
 @pytest.mark.parametrize("command", [schema.EVAL, schema.RUN, schema.BENCH, schema.MAGIC])
@@ -102,3 +106,36 @@ def test_kforge_eval_passes_the_baseline_to_the_judge(kforge_cli):
     assert proc.returncode == 0, proc.stderr[-2000:]
     timing = json.loads(proc.stdout)["timing"]
     assert timing["compile_mode"] == "max-autotune" and timing["speedup_vs_compile"] > 0
+
+
+LABEXTENSION = Path(__file__).parent.parent / "labextension"
+
+
+@pytest.mark.skipif(shutil.which("node") is None or
+                    not (LABEXTENSION / "node_modules" / "jsdom").is_dir(),
+                    reason="needs node and jsdom: `cd labextension && npm ci`")
+@pytest.mark.parametrize("mode", ["max-autotune", None])
+def test_the_browser_view_names_the_baseline_the_run_was_timed_against(mode, tmp_path):
+    """The header, the candidates table's column and the speedup chart say "max-autotune" where
+    that was the baseline, and "torch.compile" / "vs compile" where it was the default (or a
+    record from before the mode was recorded)."""
+    record = run_record(scripted_session(tmp_path))
+    for attempt in record["history"]:
+        if attempt["result"].get("timing"):
+            attempt["result"]["timing"]["compile_mode"] = mode
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"renderer": "mime", "record": record, "steps": [
+        {"click": "button[data-tab=performance]"}, {"snapshot": "end"}]}))
+    proc = subprocess.run(["node", "test/render.mjs", str(scenario)], cwd=LABEXTENSION,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])["end"]
+    performance = seen["panes"]["performance"]
+    if mode:
+        assert "1.10x ±5% vs torch.compile max-autotune" in seen["header"], seen["header"]
+        assert "vs max-autotune" in performance and "vs compile" not in performance
+        assert "vs torch.compile max-autotune" in performance       # the chart's series
+    else:
+        assert "1.10x ±5% vs torch.compile" in seen["header"]
+        assert "max-autotune" not in seen["header"] + performance
+        assert "vs compile" in performance

@@ -6,6 +6,7 @@
  * width it then has. Until then, or where plotly cannot run, the figure shows its numbers as
  * text. The roofline bars and the kernel table's share bars are plain elements.
  */
+import { commonMode, longBaseline } from './baselines';
 import { Child, el, muted, table } from './dom';
 import { Candidate, ErrorMap, Kernel, KernelEvent, fixed, num, percent, rooflineText, speedupText, spreadText, validCi } from './record';
 
@@ -81,6 +82,8 @@ interface Point {
   /** 95 % intervals, drawn as error bars; null where the record has none. */
   eagerCi: [number, number] | null;
   compileCi: [number, number] | null;
+  /** torch.compile's mode the compile figure was timed against (see baselines.ts). */
+  compileMode: string | null;
   /** Timed on a busy CPU: its interval spans block medians and low calls (written out). */
   busy: boolean;
 }
@@ -94,27 +97,33 @@ export function speedupPoints(history: Candidate[]): Point[] {
       compile: a.result.timing?.speedup_vs_compile ?? null,
       eagerCi: validCi(a.result.timing?.speedup_vs_eager_ci),
       compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null,
+      compileMode: a.result.timing?.compile_mode ?? null,
       busy: !!a.result.timing?.busy
     }));
 }
 
-const SERIES = [
-  ['eager', 'vs eager', EAGER],
-  ['compile', 'vs torch.compile', COMPILE]
-] as const;
+/** The two series: eager, and torch.compile in the mode the run was timed against. */
+function series(points: Point[]) {
+  const compiled = `vs ${longBaseline(commonMode(points.map(p => ({ compile_mode: p.compileMode }))))}`;
+  return [
+    ['eager', 'vs eager', EAGER],
+    ['compile', compiled, COMPILE]
+  ] as const;
+}
 
-/** Speedup vs eager (blue) and, where it was timed, vs torch.compile (orange) per correct
+/** Speedup vs eager (blue) and, where it was timed, vs torch.compile (orange; its mode named) per correct
  * candidate, each with its 95 % interval as an error bar where the record has one; 1x dashed.
  * A series nothing was timed against has no trace and no legend entry. */
 export function speedupChart(points: Point[]): Element {
   if (points.length === 0) {
     return muted('no timed candidate yet');
   }
+  const named = series(points);
   const said = (p: Point, key: 'eager' | 'compile') => {
     const ci = key === 'eager' ? p.eagerCi : p.compileCi;
     return p.busy ? `${spreadText(p[key], ci)} (busy)` : speedupText(p[key], ci);
   };
-  const data = SERIES.filter(([key]) => points.some(p => p[key])).map(([key, name, colour]) => {
+  const data = named.filter(([key]) => points.some(p => p[key])).map(([key, name, colour]) => {
     const shown = points.filter(p => p[key]);
     const ci = shown.map(p => (key === 'eager' ? p.eagerCi : p.compileCi));
     return {
@@ -144,7 +153,7 @@ export function speedupChart(points: Point[]): Element {
   };
   const bars = points.some(p => p.eagerCi || p.compileCi);
   const summary = points.flatMap(p =>
-    SERIES.filter(([key]) => p[key]).map(([key, name]) =>
+    named.filter(([key]) => p[key]).map(([key, name]) =>
       el(
         'div',
         { class: (key === 'eager' ? p.eagerCi : p.compileCi) ? 'kforge-errorbar' : null, 'data-series': key, 'data-id': p.id },

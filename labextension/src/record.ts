@@ -14,6 +14,9 @@ export interface Timing {
   compile_ms?: number | null;
   speedup_vs_eager?: number | null;
   speedup_vs_compile?: number | null;
+  /** torch.compile's mode the compile figures were timed against ('default' or
+   * 'max-autotune'; see baselines.ts); missing in older records (the default mode). */
+  compile_mode?: string | null;
   speedup_spread?: number | null;
   /** Interleaved rounds of timed blocks per side. */
   rounds?: number;

@@ -29,6 +29,7 @@
  * button[data-action], button[data-steer], textarea[data-input=edit|redirect|code].
  */
 import { drawPlots, errorMap, kernelTable, laneSpan, rooflineBars, speedupChart, speedupPoints, timeline } from './charts';
+import { commonMode, longBaseline, shortBaseline } from './baselines';
 import { diffView } from './diff';
 import { Child, badge, codeBlock, el, muted, replace, table } from './dom';
 import {
@@ -379,11 +380,11 @@ export class RunView {
         // torch.compile, whose own times swing, come after with their intervals written out
         stats += ` · best ${r.best_id}: ${ownTimeText(t)}${versus ? `, ${versus}` : ''}`;
         stats += t.speedup_vs_eager ? `, ${shownSpeedup(t, 'eager', !!t.noisy)} vs eager` : '';
-        stats += t.speedup_vs_compile ? `, ${shownSpeedup(t, 'compile')} vs torch.compile` : '';
+        stats += t.speedup_vs_compile ? `, ${shownSpeedup(t, 'compile')} vs ${longBaseline(t.compile_mode)}` : '';
       } else {
         stats += ` · best ${r.best_id}: ${num(t.candidate_ms)} ms`;
         stats += t.speedup_vs_eager ? `, ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)} vs eager` : '';
-        stats += t.speedup_vs_compile ? `, ${speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)} vs torch.compile` : '';
+        stats += t.speedup_vs_compile ? `, ${speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)} vs ${longBaseline(t.compile_mode)}` : '';
         stats += versus ? `, ${versus}` : '';
       }
     }
@@ -646,7 +647,7 @@ export class RunView {
     }
     const speeds = [
       t.speedup_vs_eager ? `${shownSpeedup(t, 'eager', !!t.noisy)} vs eager` : '',
-      t.speedup_vs_compile ? `${shownSpeedup(t, 'compile')} vs torch.compile` : ''
+      t.speedup_vs_compile ? `${shownSpeedup(t, 'compile')} vs ${longBaseline(t.compile_mode)}` : ''
     ].filter(x => x);
     const versus = t.versus ? `head-to-head (beside the best when it was judged, in the same rounds): ${versusText(t.versus)}` : '';
     if (t.busy) {
@@ -682,7 +683,8 @@ export class RunView {
       row.addEventListener('click', () => this.select(a.id));
       return row;
     });
-    const header = ['#', 'kind', 'verdict', 'ms', 'vs eager', 'vs compile', 'of roofline', 'from', 'message', 'side by side'];
+    const mode = commonMode(r.history.map(a => a.result.timing));
+    const header = ['#', 'kind', 'verdict', 'ms', 'vs eager', `vs ${shortBaseline(mode)}`, 'of roofline', 'from', 'message', 'side by side'];
     const lines = sel ? this.verdictLines(sel) : [];
     return [
       lines.length

@@ -35177,6 +35177,20 @@ In order to be iterable, non-array objects must have a [Symbol.iterator]() metho
   }
 });
 
+// src/baselines.ts
+function isDefault(mode) {
+  return !mode || mode === "default";
+}
+function shortBaseline(mode) {
+  return isDefault(mode) ? "compile" : mode;
+}
+function longBaseline(mode) {
+  return isDefault(mode) ? "torch.compile" : `torch.compile ${mode}`;
+}
+function commonMode(timings) {
+  return timings.map((t) => t?.compile_mode).find((m) => m) ?? null;
+}
+
 // src/dom.ts
 function fill(node, attrs, children) {
   for (const [name, value] of Object.entries(attrs || {})) {
@@ -35394,22 +35408,27 @@ function speedupPoints(history) {
     compile: a.result.timing?.speedup_vs_compile ?? null,
     eagerCi: validCi(a.result.timing?.speedup_vs_eager_ci),
     compileCi: a.result.timing?.speedup_vs_compile ? validCi(a.result.timing?.speedup_vs_compile_ci) : null,
+    compileMode: a.result.timing?.compile_mode ?? null,
     busy: !!a.result.timing?.busy
   }));
 }
-var SERIES = [
-  ["eager", "vs eager", EAGER],
-  ["compile", "vs torch.compile", COMPILE]
-];
+function series(points) {
+  const compiled = `vs ${longBaseline(commonMode(points.map((p) => ({ compile_mode: p.compileMode }))))}`;
+  return [
+    ["eager", "vs eager", EAGER],
+    ["compile", compiled, COMPILE]
+  ];
+}
 function speedupChart(points) {
   if (points.length === 0) {
     return muted("no timed candidate yet");
   }
+  const named = series(points);
   const said = (p, key) => {
     const ci = key === "eager" ? p.eagerCi : p.compileCi;
     return p.busy ? `${spreadText(p[key], ci)} (busy)` : speedupText(p[key], ci);
   };
-  const data = SERIES.filter(([key]) => points.some((p) => p[key])).map(([key, name, colour]) => {
+  const data = named.filter(([key]) => points.some((p) => p[key])).map(([key, name, colour]) => {
     const shown = points.filter((p) => p[key]);
     const ci = shown.map((p) => key === "eager" ? p.eagerCi : p.compileCi);
     return {
@@ -35439,7 +35458,7 @@ function speedupChart(points) {
   };
   const bars = points.some((p) => p.eagerCi || p.compileCi);
   const summary = points.flatMap(
-    (p) => SERIES.filter(([key]) => p[key]).map(
+    (p) => named.filter(([key]) => p[key]).map(
       ([key, name]) => el(
         "div",
         { class: (key === "eager" ? p.eagerCi : p.compileCi) ? "kforge-errorbar" : null, "data-series": key, "data-id": p.id },
@@ -36083,11 +36102,11 @@ var RunView = class {
       if (t.busy) {
         stats += ` \xB7 best ${r.best_id}: ${ownTimeText(t)}${versus ? `, ${versus}` : ""}`;
         stats += t.speedup_vs_eager ? `, ${shownSpeedup(t, "eager", !!t.noisy)} vs eager` : "";
-        stats += t.speedup_vs_compile ? `, ${shownSpeedup(t, "compile")} vs torch.compile` : "";
+        stats += t.speedup_vs_compile ? `, ${shownSpeedup(t, "compile")} vs ${longBaseline(t.compile_mode)}` : "";
       } else {
         stats += ` \xB7 best ${r.best_id}: ${num(t.candidate_ms)} ms`;
         stats += t.speedup_vs_eager ? `, ${speedupText(t.speedup_vs_eager, t.speedup_vs_eager_ci, !!t.noisy)} vs eager` : "";
-        stats += t.speedup_vs_compile ? `, ${speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)} vs torch.compile` : "";
+        stats += t.speedup_vs_compile ? `, ${speedupText(t.speedup_vs_compile, t.speedup_vs_compile_ci)} vs ${longBaseline(t.compile_mode)}` : "";
         stats += versus ? `, ${versus}` : "";
       }
     }
@@ -36320,7 +36339,7 @@ var RunView = class {
     }
     const speeds = [
       t.speedup_vs_eager ? `${shownSpeedup(t, "eager", !!t.noisy)} vs eager` : "",
-      t.speedup_vs_compile ? `${shownSpeedup(t, "compile")} vs torch.compile` : ""
+      t.speedup_vs_compile ? `${shownSpeedup(t, "compile")} vs ${longBaseline(t.compile_mode)}` : ""
     ].filter((x) => x);
     const versus = t.versus ? `head-to-head (beside the best when it was judged, in the same rounds): ${versusText(t.versus)}` : "";
     if (t.busy) {
@@ -36353,7 +36372,8 @@ var RunView = class {
       row.addEventListener("click", () => this.select(a.id));
       return row;
     });
-    const header = ["#", "kind", "verdict", "ms", "vs eager", "vs compile", "of roofline", "from", "message", "side by side"];
+    const mode = commonMode(r.history.map((a) => a.result.timing));
+    const header = ["#", "kind", "verdict", "ms", "vs eager", `vs ${shortBaseline(mode)}`, "of roofline", "from", "message", "side by side"];
     const lines = sel ? this.verdictLines(sel) : [];
     return [
       lines.length ? el(
