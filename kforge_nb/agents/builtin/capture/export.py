@@ -9,7 +9,7 @@ layer_norm stay whole for the lowerer's converters.
 
 `as_torch_graph` rewrites the exported ATen graph into the torch-level fx graph the Lowerer
 reads (lowerer.py): `aten.add.Tensor` -> `torch.add`, `aten.slice.Tensor` -> `x[:, a:b:c]`,
-`aten.view` -> `x.view(...)`. What it has no torch spelling for stays the ATen op, which the
+`aten.view` -> `x.reshape(...)`. What it has no torch spelling for stays the ATen op, which the
 keeper refuses by name. Only export APIs present in torch 2.11 and 2.13 are used.
 """
 from __future__ import annotations
@@ -22,8 +22,12 @@ import torch.fx
 from .errors import CaptureError
 from .mutations import state_refusal
 
-# ATen ops that read as a tensor method in forward (no torch.<name> with the same arguments)
-METHODS = {"sym_size": "size", "view": "view", "_unsafe_view": "view", "reshape": "reshape", "expand": "expand",
+# ATen ops that read as a tensor method in forward (no torch.<name> with the same arguments).
+# `view` reads as reshape: export writes a reshape of an expanded tensor as a copy then a view,
+# and the copy (a `clone`) is an identity to the lowerer; the graph is functional, so no write
+# ever goes through the view, and reshape is a view wherever a view exists
+METHODS = {"sym_size": "size", "view": "reshape", "_unsafe_view": "reshape", "reshape": "reshape",
+           "expand": "expand",
            "_to_copy": "to", "to": "to", "alias": "view_as", "repeat": "repeat"}
 # ATen ops that are the value itself once the graph is functional
 IDENTITY = {"lift_fresh_copy", "alias_copy"}
