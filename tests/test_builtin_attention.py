@@ -46,3 +46,25 @@ def test_attention_under_bf16_keeps_its_scores_exact_and_is_correct(tmp_path):
     assert "q.to(tl.bfloat16)" not in generation.code
     result = judge(ref, generation, "triton", tmp_path, precision="bf16")
     assert result.state == CORRECT, result.message
+
+
+# Hugging Face's eager attention in bf16 (Llama's grouped-query heads): the products are `@`
+# on bf16 tensors, kept in torch as vendor GEMMs; the mask and the fp32 softmax are the kernel
+EAGER_BF16 = problem(
+    "k = k.repeat_interleave(2, dim=1)\n"
+    "scores = (q @ k.transpose(-1, -2)).float() / 4.0\n"
+    "mask = torch.full((q.shape[-2], q.shape[-2]), float('-inf'), device=q.device).triu(1)\n"
+    "return torch.softmax(scores + mask, dim=-1).to(q.dtype) @ v",
+    "[torch.randn(1, 4, 24, 16, dtype=torch.bfloat16), "
+    "torch.randn(1, 2, 24, 16, dtype=torch.bfloat16), "
+    "torch.randn(1, 4, 24, 16, dtype=torch.bfloat16)]", signature="q, k, v")
+
+
+@pytest.mark.slow
+def test_eager_attention_keeps_its_at_products_declared_and_is_correct(tmp_path):
+    """The kept `@` is declared as `matmul` (it was kept and then refused by the guardrail:
+    realworld gqa_attention_causal and sliding_window_attention)."""
+    ref, generation = generate(EAGER_BF16, "cpp")
+    assert "matmul" in generation.kept_ops, generation.kept_ops
+    result = judge(ref, generation, "cpp", tmp_path)
+    assert result.state == CORRECT, result.message

@@ -28,6 +28,16 @@ def test_torch_softmax_in_forward_is_rejected_naming_torch_compute_in_forward(ju
     assert f"line {line}: torch.softmax()" in result.message
 
 
+def test_a_matrix_product_by_at_is_torch_compute_unless_matmul_is_allowed():
+    """`a @ b` is torch.matmul: refused in forward like the call, allowed by the same name
+    (the builtin agent keeps a vendor GEMM written `@` and declares `matmul`)."""
+    source = cpp_candidate('extern "C" void f(const float* x, float* y, long n) {}').replace(
+        "        return y\n", "        return y @ x\n")
+    assert "torch-compute-in-forward" in rules_fired(source)
+    assert "torch-compute-in-forward" not in rules_fired(source, Guardrails(allow=["matmul"]))
+    assert "torch-compute-in-forward" in rules_fired(source, Guardrails(allow=["bmm"]))
+
+
 def test_triton_candidate_without_a_jit_kernel_is_rejected_naming_triton_kernel(judge):
     result = judge("tiny_add", "triton_without_jit", target="triton")
     assert result.state == REJECTED

@@ -28,7 +28,8 @@ def torch_compute_in_forward(src: Source) -> list[str]:
     scalars = HostScalars(src)
     for fn in src.forward_and_helpers():
         for node in ast.walk(fn):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) \
+                    and "matmul" not in src.allowed_ops:     # `@` is torch.matmul
                 found.append(f"line {node.lineno}: `@` matrix product")
             if not isinstance(node, ast.Call):
                 continue

@@ -88,7 +88,10 @@ class Keeper:
             tensor = any(self.is_tensor_node(a) for a in args)
             symbol = OPERATOR_SYMBOLS[target]
             left, right = literal(args[0], refs), literal(args[1], refs)
-            return f"({left} {symbol} {right})", "kept" if tensor else "python", None, \
+            # a kept `@` is a vendor GEMM the candidate declares (torch.matmul); other symbols
+            # on tensors name no allowance: the guardrail refuses them as torch compute
+            allow = "matmul" if tensor and symbol == "@" else None
+            return f"({left} {symbol} {right})", "kept" if tensor else "python", allow, \
                 f"operator {symbol}" if tensor else None
         if getattr(target, "__module__", None) == "math":
             pieces = [literal(a, refs) for a in args]
