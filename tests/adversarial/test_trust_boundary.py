@@ -80,8 +80,11 @@ def baseline_not_planted(result: dict, run: "Run") -> None:
             f"the candidate planted {entry}: {data} ({said.strip()})"
     timing = result.get("timing") or {}
     vs_compile, vs_eager = timing.get("speedup_vs_compile"), timing.get("speedup_vs_eager")
+    # vs_compile / vs_eager is compile's time over eager's: compiled ReLU on 512 floats is
+    # mostly torch.compile's call overhead: 7.8x eager's on a lightly loaded machine, more on a busy one (a
+    # bound of 50 is the likeliest cause of one busy CI run's failure); the planted entry says 1e6
     if vs_compile is not None and vs_eager:
-        assert vs_compile <= 50 * vs_eager, \
+        assert vs_compile <= 1000 * vs_eager, \
             f"speedup_vs_compile {vs_compile:.3g} against {vs_eager:.3g}x eager: a planted ratio"
     if result["state"] == CORRECT:
         assert vs_compile is None or vs_compile < 10, f"speedup_vs_compile {vs_compile:.3g}"
