@@ -138,9 +138,11 @@ class Assembly:
     def own_templates(self) -> dict:
         """node -> its `templates.Written` kernel, for the template ops this candidate writes:
         each one a family covers, when no fused group is left to write (the vendor's
-        convolution beside fused kernels is what the groups are measured with)."""
-        nodes = [item for kind, item in self.plan.steps if kind == "template"]
-        if self.plan.groups or not nodes:
+        convolution beside fused kernels is what the groups are measured with); a gather or
+        scatter whatever else is left (templates.OWN_BESIDE_GROUPS)."""
+        nodes = [item for kind, item in self.plan.steps if kind == "template" and
+                 (not self.plan.groups or item.fn in templates.OWN_BESIDE_GROUPS)]
+        if not nodes:
             return {}
         found = {}
         for node in nodes:

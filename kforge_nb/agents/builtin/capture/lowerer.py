@@ -9,7 +9,7 @@ import re
 import torch
 import torch.fx
 
-from . import ops, ops_templates
+from . import ops, ops_index, ops_templates
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, resolve
 from .ir import Graph, Node
@@ -135,6 +135,8 @@ class Lowerer(Builders, Keeper):
         target = fx.target
         if target is operator.getitem and isinstance(args[0], tuple):
             return args[0][args[1]]
+        if target is operator.getitem and isinstance(args[0], Node):      # x[ids]: a gather
+            return ops_index.c_getitem(self, args[0], args[1])
         if target is getattr and isinstance(args[0], tuple) and args[1] in ("values", "indices"):
             return args[0][0 if args[1] == "values" else 1]
         if not any(isinstance(a, Node) and a.is_tensor for a in args) and \
@@ -148,6 +150,8 @@ class Lowerer(Builders, Keeper):
                 return None
             if name == "matmul":
                 return self.matmul("matmul", args[0], args[1], None)
+            if name in ops_index.OPERATORS and ops_index.is_index(args[0]):   # ids // block
+                return ops_index.fold_index_math(self, ops_index.OPERATORS[name], *args)
             if name in ops.OPERATORS:
                 return self.pw(ops.OPERATORS[name], *args)
             return None

@@ -15,6 +15,7 @@ import torch
 
 from .binding import bind  # noqa: F401  (ops.bind: the converters' binder)
 
+from . import ops_index
 from .ops_losses import LOSS, loss_module, c_binary_cross_entropy, c_cosine_embedding_loss, \
     c_cosine_similarity, c_cross_entropy, c_hinge_embedding_loss, c_huber_loss, c_kl_div, \
     c_l1_loss, c_mse_loss, c_nll_loss, c_pairwise_distance, c_smooth_l1_loss, \
@@ -115,6 +116,7 @@ FUNCTIONS.update({
                                                    "size_average=None, reduce=None, "
                                                    "reduction='mean'"),
 })
+FUNCTIONS.update(ops_index.functions(FUNCTIONS))     # gathers, scatters, index arithmetic
 # These have more than one calling convention; they bind their own arguments.
 RAW = {"var": c_var_std("var"), "std": c_var_std("std"), "einsum": c_einsum, "flip": c_flip,
        "cat": c_cat}
