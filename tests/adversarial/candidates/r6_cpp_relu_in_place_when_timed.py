@@ -9,8 +9,10 @@ is copied as it returns and checked against the reference on that call's inputs)
 undoes the write before the set's next call, and the timed kernel allocates no output and
 touches half the memory. Elsewhere it is the honest out-of-place kernel.
 
-Red-team round 6: `correct`, the in-place kernel's time reported as the candidate's. Target:
-`mismatch`, input 0 modified in place by a timed call. It counts its calls and in-place calls
+Red-team round 6: `correct`, the in-place kernel's time reported as the candidate's (on 16 MiB
+0.95x eager, interval 0.79-1.10, where the honest kernel judged beside it was 0.55x, 0.51-0.62;
+518 of 562 calls in place on the 8x64 ReLU). Target: `mismatch`, input 0 modified in place by
+a timed call. It counts its calls and in-place calls
 in $HOME/in_place.json (the sandbox folder), written when a trial-like call comes, outside
 any timed block.
 """
