@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from . import candidate as cand
 from . import templates
 from .capture import Captured, Schedule
-from .capture.ir import Node
+from .capture.ir import HALF, Node
 from .kernel import KernelPlan, kernel_name, kernel_name_from, launcher_name
 
 
@@ -63,6 +63,13 @@ def ready_at(plan: Schedule, node: Node, group) -> bool:
     return not (later & set(KernelPlan.build(group, "probe").inputs))
 
 
+def half_precision(group) -> bool:
+    """Whether a group reads or computes bf16 / fp16 values: its own kernel converts them (a
+    GEMM's epilogue reads float32 only)."""
+    values = list(group.members) + KernelPlan.build(group, "probe").inputs
+    return any(n.dtype in HALF for n in values)
+
+
 class Assembly:
     """One candidate being assembled; a target overrides the hooks below `build`."""
 
@@ -100,7 +107,7 @@ class Assembly:
         fused = set()
         for node in own:
             group = self.epilogue_for(node)
-            if group is not None and not ready_at(plan, node, group):
+            if group is not None and (not ready_at(plan, node, group) or half_precision(group)):
                 group = None
             epilogue = None
             if group is not None:

@@ -219,6 +219,9 @@ RECORDS = (
     OpRecord("logical_and", 2, w_logical_and, boolean=True),
     OpRecord("logical_or", 2, w_logical_or, boolean=True),
     OpRecord("logical_not", 1, w_logical_not, ("logical_not",), boolean=True),
+    # x.to(dtype) between float dtypes: the value itself, rounded where the node's dtype is
+    # bf16 / fp16 (as every op is)
+    OpRecord("cast", 1, lambda f, a, attrs: a[0]),
     OpRecord("relu", 1, w_relu, ("relu",)),
     OpRecord("sigmoid", 1, maths("sigmoid"), ("sigmoid",)),
     OpRecord("tanh", 1, maths("tanh"), ("tanh",)),
