@@ -11,11 +11,11 @@ torch's floor semantics for `//` and `%` and negative positions counting from th
 
 A row is copied as bits whatever the dtype (bf16 moves as 16-bit words, never through
 float32). Where indices repeat in a scatter the last row in index order is the one that stays,
-on both targets (the order torch's CPU kernel writes in; torch documents the result as
-undefined). No kernel reads or writes outside a tensor: an out-of-range position is skipped;
-the C++ kernel counts them and its launcher raises IndexError as torch does, the Triton one
-leaves such rows unwritten (a gathered row reads 0) without a check on the host that would
-stall the launch, as torch.compile's kernels do.
+on both targets and however many threads or programs write: torch documents the result as
+undefined, and its CPU kernel keeps the last write only at small sizes. No kernel reads or
+writes outside a tensor: an out-of-range position is skipped; the C++ kernel counts them and
+its launcher raises IndexError as torch does, the Triton one leaves such rows unwritten (a
+gathered row reads 0): a check on the host would wait for the kernel on every call.
 """
 from __future__ import annotations
 
@@ -79,6 +79,10 @@ def launcher_head(w: dict, function: str, name: str) -> list[str]:
 
 # -- C++ -----------------------------------------------------------------------------------------
 CPP_INDEX = {"torch.int64": "int64_t", "torch.int32": "int32_t"}
+# Below this many bytes moved one thread copies them all: starting and joining a team costs more
+# than the copy (a decode step's few rows), and far more on a busy machine.
+CPP_TEAM_BYTES = 1 << 18
+TEAM = f"if(outer * rows * row_bytes >= {CPP_TEAM_BYTES})"
 
 
 def cpp_positions(w: dict, indent: str) -> list[str]:
@@ -114,7 +118,7 @@ def cpp(node, name: str, function: str, options) -> Written:
                 "    char* dst = static_cast<char*>(out);",
                 "    const char* src = static_cast<const char*>(values);",
                 "    int64_t bad = 0;",
-                "    #pragma omp parallel reduction(+:bad)",
+                f"    #pragma omp parallel reduction(+:bad) {TEAM}",
                 "    {",
                 "        const int64_t me = omp_get_thread_num(), threads = omp_get_num_threads();",
                 "        for (int64_t o = 0; o < outer; ++o) {",
@@ -134,7 +138,7 @@ def cpp(node, name: str, function: str, options) -> Written:
                 "    const char* src = static_cast<const char*>(x);",
                 "    char* dst = static_cast<char*>(out);",
                 "    int64_t bad = 0;",
-                "    #pragma omp parallel for collapse(2) reduction(+:bad) schedule(static)",
+                f"    #pragma omp parallel for collapse(2) reduction(+:bad) schedule(static) {TEAM}",
                 "    for (int64_t o = 0; o < outer; ++o) {",
                 "        for (int64_t r = 0; r < rows; ++r) {"]
         body += cpp_positions(w, " " * 12)
