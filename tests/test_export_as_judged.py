@@ -1,13 +1,14 @@
 """`kforge eval` accepts what the run accepted (issue 36, item 6).
 
-The builtin agent keeps a sort (`torch.sort`, ATen's `sort`) in torch on purpose and its run
-allows it; `kforge eval` of the run's best_candidate.py without that allowance refuses it
-(`torch-compute-at-runtime`). (This test used `torch.round`, then a gather by ids, until the
-agent learned to round and to gather in its kernels.) The file carries the run's flags on a
-first line the session writes (`# kforge-judged-with:`); the refusal names them, `kforge eval
---as-judged` judges the file as the run did, and the exported kernel says the same command and
-writes the reference it needs. What the line may declare is bounded: --target, --precision and
-op names, never '*' nor any other flag.
+The builtin agent keeps a gather whose index tensors broadcast against each other
+(`x[rows[:, None], cols]`, ATen's `index`) in torch on purpose and its run allows it;
+`kforge eval` of the run's best_candidate.py without that allowance refuses it
+(`torch-compute-at-runtime`). (This test used `torch.round`, then a gather by one index tensor,
+until the agent learned to round and to gather in its kernels.) The file carries the run's flags
+on a first line the session writes (`# kforge-judged-with:`); the refusal names them,
+`kforge eval --as-judged` judges the file as the run did, and the exported kernel says the same
+command and writes the reference it needs. What the line may declare is bounded: --target,
+--precision and op names, never '*' nor any other flag.
 """
 from __future__ import annotations
 
@@ -27,12 +28,12 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(torch.sort(x, dim=1)[0] * 2.0)
+    def forward(self, x, rows, cols):
+        return torch.relu(x[rows[:, None], cols] * 2.0)
 
 
 def get_inputs():
-    return [torch.randn(64, 32)]
+    return [torch.randn(64, 32), torch.randint(0, 64, (16,)), torch.randint(0, 32, (8,))]
 
 
 def get_init_inputs():
@@ -56,11 +57,11 @@ def test_the_exported_kernel_is_judged_as_the_run_judged_it(tmp_path):
                       out=tmp_path).start()
     session.wait(600)
     assert session.best is not None, session.finish_reason
-    assert "sort" in session.best.generation.kept_ops
+    assert "index" in session.best.generation.kept_ops
     best = session.folder / "best_candidate.py"
-    assert best.read_text().startswith("# kforge-judged-with: --target cpp --allow sort\n")
+    assert best.read_text().startswith("# kforge-judged-with: --target cpp --allow index\n")
     exported = session.export(tmp_path / "kernel.py")
-    assert "best_candidate.py --target cpp --allow sort`" in exported.read_text()
+    assert "best_candidate.py --target cpp --allow index`" in exported.read_text()
 
     reference = tmp_path / "reference.py"
     subprocess.run([sys.executable, str(exported), "--write-reference", str(reference)],
@@ -69,14 +70,14 @@ def test_the_exported_kernel_is_judged_as_the_run_judged_it(tmp_path):
 
     refused = kforge_eval(reference, best, "--target", "cpp", cwd=tmp_path)
     assert refused.returncode == 1, refused.stderr
-    assert "rejected" in refused.stdout and "aten.sort" in refused.stdout
-    assert ("judged it with --target cpp --allow sort: kforge eval --as-judged judges it the "
+    assert "rejected" in refused.stdout and "aten.index" in refused.stdout
+    assert ("judged it with --target cpp --allow index: kforge eval --as-judged judges it the "
             "same way") in refused.stdout
 
     accepted = kforge_eval(reference, best, "--as-judged", cwd=tmp_path)
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert "judging as the run did (best_candidate.py's kforge-judged-with line): --target " \
-        "cpp --allow sort" in accepted.stderr
+        "cpp --allow index" in accepted.stderr
     assert accepted.stdout.startswith("correct")
 
 
