@@ -27,10 +27,10 @@ PROBLEMS = {
     # ids drawn from [-64, 64): negative ones count from the end, as torch's do
     "gathers_by_ids": problem(
         "return table[ids], torch.index_select(x, 1, cols), F.embedding(ids % 64, table), "
-        "x[:, pairs]",
+        "x[:, pairs], self.embed(cols)",
         "[torch.randn(64, 48).bfloat16(), torch.randint(-64, 64, (5, 7)), "
         "torch.randn(6, 40, 3), torch.randint(0, 40, (9,)), torch.randint(-40, 40, (4, 2))]",
-        signature="table, ids, x, cols, pairs"),
+        "self.embed = nn.Embedding(40, 24)", signature="table, ids, x, cols, pairs"),
     # written into the input itself: export's functional graph returns the written copy
     "index_copy_into_the_cache_in_place": problem(
         "cache.index_copy_(0, slots, k)\nreturn cache",

@@ -148,6 +148,8 @@ def module_call(module: torch.nn.Module, path: str, x, lw):
         nn.Softmax: lambda: (FUNCTIONS["softmax"][0], {"input": x, "dim": module.dim}),
         nn.LogSoftmax: lambda: (FUNCTIONS["log_softmax"][0], {"input": x, "dim": module.dim}),
         nn.Identity: lambda: (c_identity, {"input": x}),
+        nn.Embedding: lambda: (ops_index.c_embedding, {"input": x, "weight": p("weight"),
+                                                       "max_norm": module.max_norm}),
         nn.AdaptiveAvgPool1d: lambda: (c_adaptive_avg_pool, {"input": x,
                                                             "output_size": module.output_size}),
         nn.AdaptiveAvgPool2d: lambda: (c_adaptive_avg_pool, {"input": x,
