@@ -121,3 +121,17 @@ def test_bf16_and_fp16_round_to_nearest_even_as_torch(target, tmp_path):
                          env={**os.environ, "TRITON_INTERPRET": "1"})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["torch.bfloat16", "torch.float16", "True", "True"]
+
+
+def test_a_division_before_a_conversion_torch_keeps_is_torch_division():
+    """fp8 per-token quantisation: x / scale meets the fp8 cast torch keeps, where a last-bit
+    difference in the quotient is a whole fp8 step. The C++ divides (no per-row reciprocal
+    multiplied in), as it does before a rounding."""
+    source = problem("amax = x.abs().amax(dim=-1, keepdim=True).float().clamp(min=1e-12)\n"
+                     "scale = amax / 448.0\n"
+                     "q = (x.float() / scale).clamp(-448.0, 448.0)\n"
+                     "return (q.to(torch.float8_e4m3fn).float() * scale).to(torch.bfloat16)",
+                     "[torch.randn(16, 64, dtype=torch.bfloat16)]")
+    _, generation = generate(source, "cpp")
+    assert generation.kept_ops == ["Tensor.to"], generation.kept_ops     # the fp8 cast only
+    assert "_inv" not in generation.code
