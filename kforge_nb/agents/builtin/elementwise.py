@@ -16,7 +16,7 @@ import math
 import numpy as np
 import torch
 
-from .op_records import OPS
+from .op_records import CAST, OPS
 
 # bf16 / fp16: the storage dtypes a kernel rounds to (capture/ir.py HALF), by short name
 STORAGE = {torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -52,6 +52,8 @@ class Formulas:
         self.pending: list[tuple[str, str]] = []         # (name, expr) to define before it
 
     def formula(self, fn: str, args: list[str], attrs: dict) -> str:
+        if fn == CAST:                 # the value itself; the node's dtype says how it rounds
+            return args[0]
         write = self.code_for_op.get(fn) or OPS[fn].write      # KeyError: not an op we know
         return write(self, args, attrs)
 

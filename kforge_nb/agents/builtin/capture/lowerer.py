@@ -10,6 +10,7 @@ import torch
 import torch.fx
 
 from . import ops, ops_index, ops_templates
+from ..op_records import CAST
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, resolve
 from .ir import FLOAT, FLOATS, HALF, Graph, Node
@@ -113,7 +114,7 @@ class Lowerer(Builders, Keeper):
                 result.dtype != FLOAT:
             return result
         if result.op == "reduce":
-            result = self.pw("cast", result)
+            result = self.pw(CAST, result)
         if result.op != "pointwise":
             raise Unlowerable(f"a {value.dtype} result the kernels would not round")
         result.dtype = value.dtype
@@ -154,7 +155,7 @@ class Lowerer(Builders, Keeper):
             if name in CASTS and self.same_dtype(fx, args[0]):
                 return args[0]
             if name in CASTS and self.float_cast(fx, args[0]):
-                return self.pw("cast", args[0])   # rounded where it narrows (rounded_as_torch)
+                return self.pw(CAST, args[0])   # rounded where it narrows (rounded_as_torch)
             if name in ops.RAW:
                 return ops.RAW[name](self, args, kwargs)
             if name in ops.FUNCTIONS:
