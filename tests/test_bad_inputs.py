@@ -352,6 +352,7 @@ BAD_REFERENCES = {   # name: (a file's bytes, or a file in tests/problems; what 
 
 
 @pytest.mark.parametrize("case", BAD_REFERENCES)
+@pytest.mark.slow     # a `kforge eval` process per row (test_cli.py has the fast one)
 def test_cli_unusable_reference_exits_2_with_one_line(kforge_cli, tmp_path, case):
     content, says = BAD_REFERENCES[case]
     path = PROBLEMS / f"{content}.py" if isinstance(content, str) else tmp_path / "ref.py"

@@ -10,6 +10,7 @@ BAD = [("--iterations", "0"), ("--iterations", "-1"), ("--samples", "-2"), ("--t
 
 
 @pytest.mark.parametrize("flag,value", BAD)
+@pytest.mark.slow     # a `kforge` process per row (test_cli.py has the fast one)
 def test_the_cli_refuses_numbers_that_cannot_be_meant(kforge_cli, flag, value):
     done = kforge_cli("run", "problem.py", flag, value)
     assert done.returncode == 2

@@ -104,6 +104,7 @@ def test_only_the_chosen_parts_and_the_rest_as_written(kforge_cli):
     assert {"linear", "layer_norm", "gelu"} <= set(e2e["allowed_ops"])
 
 
+@pytest.mark.slow     # `kforge model` processes
 def test_bad_input_is_a_clear_error(kforge_cli, tmp_path):
     branchy = tmp_path / "branchy.py"
     branchy.write_text(

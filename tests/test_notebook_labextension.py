@@ -76,6 +76,7 @@ def test_a_finished_run_shows_its_end_state_and_unique_candidates(api, kforge, t
     assert seen["evaluated"]["sent"] == [{"action": "evaluate", "code": "my edit"}]
 
 
+@pytest.mark.slow     # runs a session behind the view
 def test_a_waiting_run_asks_then_shows_the_end_and_the_session_follows_its_messages(
         api, kforge, tmp_path):
     """What the view sends is what the widget's handle_message reads: the session follows."""
@@ -147,6 +148,7 @@ def test_text_from_the_record_is_never_parsed_as_html(api, kforge, tmp_path):
     assert hostile in seen["header"] and hostile in seen["panes"]["code"]
 
 
+@pytest.mark.slow     # runs a session behind the view
 def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_live(
         api, kforge, tmp_path):
     """Issue 30: the Edit box holds each new recommendation (not the last edit's words); the

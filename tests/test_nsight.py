@@ -151,6 +151,7 @@ def judged_with(tmp_path, agents: AgentConfig, options) -> tuple[Session, dict]:
     return session, by_attempt
 
 
+@pytest.mark.slow     # runs a session
 def test_a_session_asks_counters_only_of_candidates_that_beat_their_parent(
         api, options, tmp_path):  # noqa: F811
     # they cost ~13 s a candidate on an H100 and the analyst reads a lineage's best: the
@@ -164,6 +165,7 @@ def test_a_session_asks_counters_only_of_candidates_that_beat_their_parent(
         judged[child.id].ncu_over == first.result.timing.speedup_vs_eager
 
 
+@pytest.mark.slow     # runs sessions
 def test_no_counters_for_the_builtin_analyst_or_under_no_ncu(api, options, tmp_path):  # noqa: F811
     _, judged = judged_with(tmp_path / "builtin", AgentConfig(provider="builtin"), options)
     assert not any(o.ncu for o in judged.values())             # its rules never read them

@@ -27,6 +27,7 @@ def python(code: str) -> str:
 
 
 @pytest.mark.parametrize("command", [EVAL, RUN, BENCH])
+@pytest.mark.slow     # a `kforge --help` process per command
 def test_the_cli_help_lists_exactly_the_options_of_its_command(kforge_cli, command):
     done = kforge_cli(command, "--help")
     assert done.returncode == 0, done.stderr

@@ -126,6 +126,7 @@ def test_the_policy_switches_are_restored_after_a_timed_block():
 # -- where the figures show ----------------------------------------------------------------------
 
 
+@pytest.mark.slow     # kforge eval with its torch.compile baseline
 def test_the_cli_prints_the_policy_line_and_the_saved_result_carries_the_fields(kforge_cli,
                                                                                  tmp_path):
     proc = kforge_cli("eval", str(PROBLEMS / "linear.py"), str(CANDIDATES / "cpp_linear_bf16.py"),

@@ -8,6 +8,8 @@ import io
 import json
 import logging
 
+import pytest
+
 from kforge_nb.session.events import KINDS
 from kforge_nb.ui.report import run_record
 from kforge_nb.ui.terminal import Progress
@@ -49,6 +51,7 @@ def test_a_retried_request_is_an_event_and_a_log_line(api, tmp_path, caplog):
     assert any(e["kind"] == "evaluation_step" for e in run_record(session)["events"])
 
 
+@pytest.mark.slow     # a whole `kforge run`
 def test_kforge_run_prints_the_steps_the_retry_and_marks_the_best_row(kforge_cli, tmp_path,
                                                                       monkeypatch):
     with FakeAnthropic([{"status": 500}, answer(GOOD)]) as server:
@@ -69,6 +72,7 @@ def test_kforge_run_prints_the_steps_the_retry_and_marks_the_best_row(kforge_cli
 
 
 
+@pytest.mark.slow     # a whole session in worker processes
 def test_steps_are_said_from_local_worker_processes_too(api, tmp_path):
     """Under `--workers N` (bench, model) the evaluator runs in a worker process: its steps
     reach the session as they end, as they do in-process."""

@@ -249,6 +249,7 @@ def test_steering_a_finished_session_is_refused(beam):
     assert count(beam, "steer") == steered                      # nothing reached the session
 
 
+@pytest.mark.slow     # a whole search session steered from the view
 def test_prune_and_pin_sent_by_the_live_view_reach_the_search(tmp_path):
     """A review-mode beam search waits on its first recommendation: the view's Prune (clicked
     in jsdom where node is here, else the message it sends) goes through the widget to the

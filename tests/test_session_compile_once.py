@@ -10,12 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kforge_nb.evaluator import EvalOptions, evaluate
 from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT
 
 REPO = Path(__file__).parent.parent
 EXAMPLES = REPO / "kforge_nb" / "targets" / "examples"
+pytestmark = pytest.mark.slow     # torch.compile warmed in a fresh fork server, then timed
 
 WARM = r"""
 import json, os, threading

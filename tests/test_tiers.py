@@ -1,6 +1,7 @@
 """The two tiers are real (tests/README.md): `pytest -m "not slow"` leaves out what takes
 minutes (the notebooks, the browser, the workshop venv, the red team's tables, the GPU tests)
-while the full run still holds all of it, and the map in tests/README.md names every test file.
+while the full run still holds all of it, and the map in tests/README.md names every test file,
+finds every module of kforge_nb by its path, and gives each package a file the fast tier runs.
 
 What `-m "not slow"` selects is read from pytest's own collection, in a subprocess of the real
 command, with this module loaded as a plugin (`-p tests.test_tiers`) that writes down what was
@@ -8,8 +9,10 @@ selected, with its marks, and what was deselected. No timing is involved.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +22,10 @@ import pytest
 from tests.support.evaluator import REPO
 
 REPORT = "KFORGE_TIERS_REPORT"       # where the plugin below writes, set only by collect()
+PACKAGE = REPO / "kforge_nb"
+MAP = REPO / "tests" / "README.md"
+# What a person runs by name besides the packages: each needs a fast test of its own.
+ENTRY_POINTS = ("cli.py", "magics.py")
 
 # What takes minutes, by the place it lives: each must be in the full run and none in the fast tier.
 SLOW_PLACES = {"the workshop notebooks (nbval)": "notebooks/",
@@ -95,3 +102,47 @@ def test_the_map_names_every_test_file():
     unnamed = [str(path) for path in sorted(p.relative_to(tests) for p in tests.rglob("test_*.py"))
                if not named(path)]
     assert not unnamed, f"add these to the map in tests/README.md: {unnamed}"
+
+
+# --- the map: tests/README.md's table of module -> test files ----------------------------------
+
+def map_rows() -> list[tuple[set[str], set[str]]]:
+    """(module paths, test files) of each row: the backticked names in its first and second cell.
+    A module is a path under kforge_nb/ (`session/`, `evaluator/sandbox*.py`); a test file is a
+    path under tests/ (`test_cli.py`, `adversarial/test_sandbox.py`)."""
+    rows = []
+    for line in MAP.read_text(encoding="utf-8").splitlines():
+        cells = line.split("|")
+        if len(cells) >= 4 and "`" in cells[1]:
+            named = [set(re.findall(r"`([^`]+)`", cell)) for cell in cells[1:3]]
+            rows.append((named[0], named[1]))
+    return rows
+
+
+def covers(name: str, module: str) -> bool:
+    """Does a map name find this module (its path under kforge_nb/): itself, a folder above it,
+    or a pattern (`evaluator/sandbox*.py`)?"""
+    return module.startswith(name) if name.endswith("/") else fnmatch.fnmatch(module, name)
+
+
+def test_the_map_finds_every_module_by_its_path():
+    """A newcomer holding a module's path (`evaluator/trial_values.py`) finds its row: the map
+    names each module of kforge_nb, or a folder it lies in, by its path under kforge_nb/."""
+    names = set().union(*(modules for modules, _ in map_rows()))
+    modules = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+                     if path.name != "__init__.py")
+    unfound = [module for module in modules if not any(covers(name, module) for name in names)]
+    assert not unfound, f"name these in the map in tests/README.md, by their path: {unfound}"
+
+
+def test_every_package_has_a_test_file_in_the_fast_tier(fast_tier):
+    """Each package of kforge_nb (and the CLI, the magic) has a row in the map with a test file
+    that `-m "not slow"` runs: a person changing one module has a quick test to run."""
+    fast_files = {row["id"].split("::")[0].removeprefix("tests/") for row in fast_tier["selected"]}
+    packages = [path.name + "/" for path in sorted(PACKAGE.iterdir())
+                if (path / "__init__.py").is_file()]
+    rows = map_rows()
+    without = [unit for unit in [*packages, *ENTRY_POINTS]
+               if not any(files & fast_files for modules, files in rows
+                          if any(name.startswith(unit) for name in modules))]
+    assert packages and not without, f"no test file in the fast tier for: {without}"
