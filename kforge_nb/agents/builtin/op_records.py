@@ -276,6 +276,9 @@ def mark_bool_outputs(graph) -> None:
     for node in graph.outputs:
         if getattr(node, "op", None) == "pointwise" and node.fn in BOOLEAN and not node.users:
             node.dtype = torch.bool
+        elif getattr(node, "op", None) in ("pointwise", "reduce") and not node.users and \
+                node.attrs.get("integers"):    # positions, a mask's count (capture/positions.py)
+            node.dtype = torch.int64
 
 
 def mark_divisions(nodes) -> None:

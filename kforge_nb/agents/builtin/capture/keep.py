@@ -52,6 +52,9 @@ class Keeper:
                              {"expr": expr, "reshape": reshape, "allow": allow, "label": label},
                              tuple(value.shape) if is_tensor else None,
                              value.dtype if is_tensor else None, self.label()))
+        if kind == "view" and args and self.is_tensor_node(args[0]) and \
+                "integers" in args[0].attrs:     # a view of positions (positions.py) stays one
+            node.dtype, node.attrs["integers"] = args[0].dtype, args[0].attrs["integers"]
         if label:
             self.kept.append((label, allow))
         return node
