@@ -149,3 +149,13 @@ def c_bitwise(op: str):
     def convert(lw, a):
         return logical(lw, op, [a["input"]] if op == "invert" else [a["input"], a["other"]])
     return convert, "input" if op == "invert" else "input, other"
+
+
+def as_int64(lw, refs: list) -> None:
+    """A torch op kept on positions (Keeper.keep) reads them as the reference does, int64: the
+    float32 whole numbers convert back exactly."""
+    for k, r in enumerate(refs):
+        if r.is_tensor and r.dtype == FLOAT and r.attrs.get("integers"):
+            refs[k] = lw.add(Node(lw.fresh(f"{r.name}_int64"), "host", "view", (r,),
+                                  {"expr": "{0}.to(torch.int64)"}, r.shape, torch.int64,
+                                  lw.label()))
