@@ -125,9 +125,10 @@ def c_arange(lw, a):
     low, high = sorted((start, start + step * max(n - 1, 0)))
     refs: list = []
     bounds = ", ".join(literal(v, refs) for v in (start, end, step))
-    expr = f"torch.arange({bounds}, device={literal(a['device'], refs)}, dtype=torch.float32)"
+    expr = f"torch.arange({bounds}, device={literal(a['device'], refs)}, dtype=torch.%s)"
     return lw.add(Node(lw.fresh(lw.base_name()), "host", "view", tuple(refs),
-                       {"expr": expr, "integers": exact(low, high)}, (n,), FLOAT, lw.label()))
+                       {"expr": expr % "float32", "int64_expr": expr % "int64",
+                        "integers": exact(low, high)}, (n,), FLOAT, lw.label()))
 
 
 ARANGE = (c_arange, "start, end=None, step=1, dtype=None, device=None, layout=None, "
@@ -152,10 +153,21 @@ def c_bitwise(op: str):
 
 
 def as_int64(lw, refs: list) -> None:
-    """A torch op kept on positions (Keeper.keep) reads them as the reference does, int64: the
-    float32 whole numbers convert back exactly."""
+    """A torch op kept on positions (Keeper.keep) reads them as the reference does, int64."""
     for k, r in enumerate(refs):
         if r.is_tensor and r.dtype == FLOAT and r.attrs.get("integers"):
-            refs[k] = lw.add(Node(lw.fresh(f"{r.name}_int64"), "host", "view", (r,),
-                                  {"expr": "{0}.to(torch.int64)"}, r.shape, torch.int64,
-                                  lw.label()))
+            refs[k] = int64_twin(lw, r)
+
+
+def int64_twin(lw, r: Node) -> Node:
+    """Positions as torch's int64: an arange and its views made again in int64 (a creation op
+    and views, as the reference's own); positions a kernel computed, converted (exact)."""
+    if r.op == "host" and r.fn == "view":
+        args = tuple(int64_twin(lw, a) if isinstance(a, Node) and a.attrs.get("integers")
+                     else a for a in r.args)
+        attrs = {k: v for k, v in r.attrs.items() if k not in ("integers", "int64_expr")}
+        attrs["expr"] = r.attrs.get("int64_expr", r.attrs["expr"])
+    else:
+        args, attrs = (r,), {"expr": "{0}.to(torch.int64)"}
+    return lw.add(Node(lw.fresh(f"{r.name}_int64"), "host", "view", args, attrs, r.shape,
+                       torch.int64, lw.label()))
