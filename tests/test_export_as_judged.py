@@ -1,13 +1,14 @@
 """`kforge eval` accepts what the run accepted (issue 36, item 6).
 
-The builtin agent keeps a gather by tensor ids (`x[ids]`, ATen's `index`) in torch on purpose
-and its run allows it; `kforge eval` of the run's best_candidate.py without that allowance
-refuses it (`torch-compute-at-runtime`). (This test used `torch.round` until the agent learned
-to round in its kernels, as torch rounds.) The file carries the run's flags on a first line the
-session writes (`# kforge-judged-with:`); the refusal names them, `kforge eval --as-judged`
-judges the file as the run did, and the exported kernel says the same command and writes the
-reference it needs. What the line may declare is bounded: --target, --precision and op names,
-never '*' nor any other flag.
+The builtin agent keeps a gather whose index tensors broadcast against each other
+(`x[rows[:, None], cols]`, ATen's `index`) in torch on purpose and its run allows it;
+`kforge eval` of the run's best_candidate.py without that allowance refuses it
+(`torch-compute-at-runtime`). (This test used `torch.round`, then a gather by one index tensor,
+until the agent learned to round and to gather in its kernels.) The file carries the run's flags
+on a first line the session writes (`# kforge-judged-with:`); the refusal names them,
+`kforge eval --as-judged` judges the file as the run did, and the exported kernel says the same
+command and writes the reference it needs. What the line may declare is bounded: --target,
+--precision and op names, never '*' nor any other flag.
 """
 from __future__ import annotations
 
@@ -27,12 +28,12 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def forward(self, x, ids):
-        return torch.relu(x[ids] * 2.0)
+    def forward(self, x, rows, cols):
+        return torch.relu(x[rows[:, None], cols] * 2.0)
 
 
 def get_inputs():
-    return [torch.randn(64, 32), torch.randint(0, 64, (128,))]
+    return [torch.randn(64, 32), torch.randint(0, 64, (16,)), torch.randint(0, 32, (8,))]
 
 
 def get_init_inputs():

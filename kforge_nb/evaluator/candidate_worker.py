@@ -110,7 +110,7 @@ class Candidate:
         if odd:
             return {"odd_output": odd, "audit": seen}
         transfer.write_tensors(path, outputs)
-        after = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None for x in inputs]
+        after = harness.fingerprints(inputs)
         del value, outputs, inputs
         harness.release(self.device)
         return {"written": path, "audit": seen, "inputs_after": after}
@@ -130,14 +130,16 @@ class Candidate:
         return timed
 
     def kept_output(self, call: int, path: str) -> dict:
-        """The output timed call `call` returned, as it was returned (not recomputed)."""
+        """The output timed call `call` returned, as it was returned (not recomputed), and its
+        inputs' fingerprints as the call left them."""
         harness.synchronize(self.device)
-        outputs, odd = plain_outputs(self.kept.pop(call))
+        value, after = self.kept.pop(call)
+        outputs, odd = plain_outputs(value)
         harness.release(self.device)
         if odd:
             return {"odd_output": odd, "audit": {"compute": [], "launches": {}}}
         transfer.write_tensors(path, outputs)
-        return {"written": path, "audit": {"compute": [], "launches": {}}}
+        return {"written": path, "audit": {"compute": [], "launches": {}}, "inputs_after": after}
 
     def profile(self, trace: str) -> dict:
         return profile_fresh(self.forward, self.sets, self.device, trace)

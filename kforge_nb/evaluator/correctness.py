@@ -70,16 +70,23 @@ def check_trial(trial: dict, inputs_before: list, ref_outputs: list, inputs_afte
                 exact: "Float64Answer | None" = None) -> tuple[bool, str]:
     """One trial: inputs untouched (their fingerprints, see harness.fingerprint), then every
     output within tolerance."""
-    for i, (before, after) in enumerate(zip(inputs_before, inputs_after)):
-        if before is not None and before != after:
-            report.failed_check = describe(trial)
-            return False, f"input {i} was modified in place ({describe(trial)})"
+    modified = first_modified(inputs_before, inputs_after)
+    if modified is not None:
+        report.failed_check = describe(trial)
+        return False, f"input {modified} was modified in place ({describe(trial)})"
     ok, message = compare_outputs(ref_outputs, outputs, policy, report, exact)
     if not ok:
         report.failed_check = describe(trial)
         return False, f"{message} ({describe(trial)})"
     report.passed_trials += 1
     return True, ""
+
+
+def first_modified(before: list, after: list) -> int | None:
+    """The first input whose fingerprint after the call is not the one before it (None: all
+    left alone; a value that is not a tensor has none)."""
+    return next((i for i, (b, a) in enumerate(zip(before, after))
+                 if b is not None and b != a), None)
 
 
 def compare_outputs(refs: list, cands: list, policy: str, report: Correctness,

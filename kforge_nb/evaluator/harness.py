@@ -200,6 +200,12 @@ def fingerprint(t: torch.Tensor, chunk: int = 1 << 26) -> list[int]:
     return [plain, weighted]
 
 
+def fingerprints(values: list) -> list:
+    """Each value's fingerprint (None where it is not a tensor): what the judge compares to
+    tell that a call left its inputs alone."""
+    return [fingerprint(x) if isinstance(x, torch.Tensor) else None for x in values]
+
+
 def tensor_bytes(values) -> int:
     return int(sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor)))
 
@@ -249,12 +255,22 @@ class Refresh:
         pool, window = self.pools[where], min(x.numel(), WINDOW)
         return pool[first:first + window] * pool[second:second + window]
 
-    def draws(self, k: int):
-        """Call k's random numbers (64-bit), keyed: unknowable without the key."""
+    def draws(self, k: int, purpose: str = ""):
+        """Call k's random numbers (64-bit) for `purpose` (its refill: ""), keyed: unknowable
+        without the key."""
         for block in itertools.count():
-            digest = blake2b(f"{k}:{block}".encode(), key=self.key, digest_size=64).digest()
+            digest = blake2b(f"{purpose}{k}:{block}".encode(), key=self.key,
+                             digest_size=64).digest()
             for i in range(0, 64, 8):
                 yield int.from_bytes(digest[i:i + 8], "little")
+
+    def sample(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        """SAMPLED of x's elements at places drawn for call k (all of a smaller x)."""
+        if x.numel() <= SAMPLED:
+            return x
+        places = torch.randint(x.numel(), (SAMPLED,), generator=torch.Generator().manual_seed(
+            next(self.draws(k, "sample:")) >> 1))
+        return flat(x)[places.to(x.device)]
 
 
 REDRAW_BYTES = 64 << 20  # a set's inputs up to this are drawn anew where integers are among them
@@ -262,6 +278,7 @@ MOVE_BYTES = 256 << 20   # live sets up to this are moved to fresh memory before
 FACTOR_LOW = 0.75       # each of a factor's two parts lies in [FACTOR_LOW, 1)
 SHIFTS = 1 << 16        # where in the pool a window may start
 WINDOW = 1 << 12        # factors a window holds (16 KiB of float32)
+SAMPLED = 1 << 12       # elements of each input a kept timed call's check reads
 
 
 def refreshed(x) -> bool:
@@ -340,6 +357,16 @@ class TimingSets:
         self.refresh.apply(k, self.sets[j], self.pristine[j], self.redraw)
         return self.sets[j]
 
+    def left(self, k: int, inputs: list) -> list:
+        """Fingerprints of call k's inputs as they stand, each over SAMPLED elements at places
+        drawn for the call (Refresh.sample): the judge's of the inputs as drawn, the
+        candidate's as its call left them. A kernel that writes its answer or its scratch over
+        an input changes a good part of it, and so some of the sample; a fingerprint of every
+        byte is the trials' (here it took 16 times a 16 MiB ReLU's own time, inside the block
+        the parent's clock brackets, and read as a clock that lies)."""
+        return fingerprints([self.refresh.sample(k, x) if isinstance(x, torch.Tensor) else x
+                             for x in inputs])
+
 
 def timing_sets(module, plan: list[dict], device: str) -> TimingSets:
     """The timing's input sets, drawn as `plan` says (EvalOptions.timing_sets: seeds and the
@@ -387,8 +414,10 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
     computing) is timed with its call, on both sides alike.
 
     The outputs of the calls in `keep` are copied for the judge the moment the call returns
-    (read_out), into `kept`; every call's outputs are freed as soon as it is done with, kept or
-    not, so which calls were kept cannot be read off what stays alive.
+    (read_out), into `kept` with their inputs' fingerprints as the call left them
+    (TimingSets.left: a kernel may write over its inputs only where nobody compares them, the
+    refill undoing it before the set's next call); every call's outputs are freed as soon as
+    it is done with, kept or not, so which calls were kept cannot be read off what stays alive.
 
     `watch` (a TorchFunctionMode) is active for the whole block, and the harness's own work
     between calls runs with torch-function handling off: the calls themselves pay only for the
@@ -439,7 +468,7 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
                     cuda_synchronize()
                     samples.append(event_elapsed(start, end))
                 if k - first in keep and kept is not None:
-                    kept[k] = read_out(out)
+                    kept[k] = (read_out(out), sets.left(k, inputs))
                 del out
         sets.calls = first + calls
         wall_ms = None

@@ -104,8 +104,7 @@ class Judge:
         self.trial = None
         try:
             inputs = harness.trial_inputs(self.module, trial, self.device)
-            before = [harness.fingerprint(x) if isinstance(x, torch.Tensor) else None
-                      for x in inputs]
+            before = harness.fingerprints(inputs)
             if index == 0:
                 summary = {"flops": self.flops if self.flops is not None else
                            count_flops(self.model, inputs),
@@ -199,9 +198,15 @@ class Judge:
         harness.release(self.device)
         return {"compiled": True}
 
-    def check_sample(self, call: int, path: str) -> dict:
-        """The candidate's output of timed call `call`, against the reference on its inputs."""
-        outputs = self.forward(self.sets.inputs(call))
+    def check_sample(self, call: int, path: str, inputs_after: list) -> dict:
+        """The candidate's output of timed call `call`, against the reference on its inputs;
+        first its inputs as it says the call left them, against those inputs as drawn."""
+        inputs = self.sets.inputs(call)
+        refused = inputs_refused(self.sets.left(call, inputs), inputs_after)
+        if refused:
+            remove(path)        # not read: the call is refused on its inputs alone
+            return refused
+        outputs = self.forward(inputs)
         try:
             exact = correctness.Float64Answer(self.model, lambda: self.sets.inputs(call))
             ok, text = candidates_outputs(path, outputs, lambda data: correctness.compare_outputs(
@@ -219,6 +224,18 @@ class Judge:
 
     def measure_hook(self, source: str, label: str, trial: dict) -> dict:
         return run_hook(source, label, self.model, self.module, trial, self.device)
+
+
+def inputs_refused(before: list, after: list) -> dict | None:
+    """A kept timed call refused on what the candidate says its inputs were after it: another
+    number of them (`bad_output`), or one modified in place (`modified`: which); else None."""
+    if len(after) != len(before):
+        return {"bad_output": f"its reply fingerprints {len(after)} inputs; the call has "
+                              f"{len(before)}"}
+    modified = correctness.first_modified(before, after)
+    if modified is None:
+        return None
+    return {"ok": False, "modified": modified, "text": f"input {modified} was modified in place"}
 
 
 def candidates_outputs(path: str, outputs: list, compare) -> tuple[bool, str]:

@@ -39,7 +39,7 @@ TABLE: dict[str, dict[str, Command]] = {
         "prepare_compile": Command("torch.compile the reference for the timed rounds",
                                    ("under_policy",), optional=1),
         "check_sample": Command("check one kept timed call of the candidate's",
-                                ("call", "path")),
+                                ("call", "path", "inputs_after")),
         "profile": Command("the reference's profiler trace", ("trace",)),
         "measure_hook": Command("the user's measure() on the reference", ("source", "label",
                                                                           "trial")),

@@ -187,15 +187,20 @@ def constructed(reply: dict, args: tuple) -> dict:
             "construction": names(reply.get("construction", []), "`construction`")}
 
 
-def trial(reply: dict, args: tuple) -> dict:
-    said = output(reply, args[2])
+def output_and_inputs(reply: dict, path: str) -> dict:
+    """A call's output (output) and, where it was written, its inputs as the call left them."""
+    said = output(reply, path)
     if "written" in said:
         said["inputs_after"] = fingerprints(reply.get("inputs_after"))
     return said
 
 
+def trial(reply: dict, args: tuple) -> dict:
+    return output_and_inputs(reply, args[2])
+
+
 def kept_output(reply: dict, args: tuple) -> dict:
-    return output(reply, args[1])
+    return output_and_inputs(reply, args[1])
 
 
 def prepare_timing(reply: dict, args: tuple) -> dict:

@@ -112,7 +112,7 @@ class TimedRounds(TimingFigures):
             path = self.rival.exchange_path(f"call{call}.bin")
             reply = self.rival.ask("kept_output", call, path)
             checked = {"bad_output": reply["odd_output"]} if reply.get("odd_output") else \
-                self.ask_judge("check_sample", call, path)
+                self.ask_judge("check_sample", call, path, reply["inputs_after"])
             if "bad_output" in checked or not checked.get("ok"):
                 why = checked.get("bad_output") or checked.get("text", "")
                 self.rival_wrong = True     # the best so far is not: the session drops it
@@ -327,14 +327,22 @@ class TimedRounds(TimingFigures):
     def check_timed_calls(self, calls: list[int]) -> None:
         """The kept timed calls' outputs must be right too (a memo or a skipped computation
         serves a stale answer once nobody seems to be checking): each against the reference
-        on that call's inputs, by the judge. A wrong one ends the judging (CandidateFailed)."""
+        on that call's inputs, by the judge; and their inputs left alone, as a trial's (a
+        kernel that writes over its inputs only in timed calls, where the refill undoes it,
+        has the time of a kernel the trials refuse). A wrong one ends the judging
+        (CandidateFailed)."""
         for call in calls:
             path = self.exchange_path(f"call{call}.bin")
-            refused = self.refused(self.ask_candidate("kept_output", call, path))
+            reply = self.ask_candidate("kept_output", call, path)
+            refused = self.refused(reply)
             if refused is None:
-                checked = self.ask_judge("check_sample", call, path)
+                checked = self.ask_judge("check_sample", call, path, reply["inputs_after"])
                 if "bad_output" in checked:
                     refused = bad_output(checked["bad_output"], f"timed call {call + 1}")
+                elif "modified" in checked:
+                    refused = Result(MISMATCH, f"input {checked['modified']} was modified in "
+                                     f"place by timed call {call + 1} (timed calls are held to "
+                                     "the trials' rules)")
                 elif not checked["ok"]:
                     refused = Result(MISMATCH, f"the output of timed call {call + 1} differs "
                                      f"from the reference on that call's inputs: "

@@ -199,7 +199,8 @@ def precision_switch(src: Source) -> list[str]:
                 found.append((node.lineno, what, what))
     for node in ast.walk(src.tree):
         if isinstance(node, ast.Attribute) and LOW_DTYPES.match(dotted(node)):
-            found.append((node.lineno, dotted(node), dotted(node)))
+            # Triton's tl.bfloat16 is the reference's torch.bfloat16
+            found.append((node.lineno, dotted(node), f"torch.{node.attr}"))
         if id(node) in off:
             continue
         if (isinstance(node, ast.Attribute) and node.attr == "autocast") or \

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from . import candidate as cand
 from . import templates
 from .capture import Captured, Schedule
-from .capture.ir import Node
+from .capture.ir import HALF, Node
 from .kernel import KernelPlan, kernel_name, kernel_name_from, launcher_name
 
 
@@ -63,6 +63,13 @@ def ready_at(plan: Schedule, node: Node, group) -> bool:
     return not (later & set(KernelPlan.build(group, "probe").inputs))
 
 
+def half_precision(group) -> bool:
+    """Whether a group reads or computes bf16 / fp16 values: its own kernel converts them (a
+    GEMM's epilogue reads float32 only)."""
+    values = list(group.members) + KernelPlan.build(group, "probe").inputs
+    return any(n.dtype in HALF for n in values)
+
+
 class Assembly:
     """One candidate being assembled; a target overrides the hooks below `build`."""
 
@@ -100,7 +107,7 @@ class Assembly:
         fused = set()
         for node in own:
             group = self.epilogue_for(node)
-            if group is not None and not ready_at(plan, node, group):
+            if group is not None and (not ready_at(plan, node, group) or half_precision(group)):
                 group = None
             epilogue = None
             if group is not None:
@@ -138,9 +145,11 @@ class Assembly:
     def own_templates(self) -> dict:
         """node -> its `templates.Written` kernel, for the template ops this candidate writes:
         each one a family covers, when no fused group is left to write (the vendor's
-        convolution beside fused kernels is what the groups are measured with)."""
-        nodes = [item for kind, item in self.plan.steps if kind == "template"]
-        if self.plan.groups or not nodes:
+        convolution beside fused kernels is what the groups are measured with); a gather or
+        scatter whatever else is left (templates.OWN_BESIDE_GROUPS)."""
+        nodes = [item for kind, item in self.plan.steps if kind == "template" and
+                 (not self.plan.groups or item.fn in templates.OWN_BESIDE_GROUPS)]
+        if not nodes:
             return {}
         found = {}
         for node in nodes:

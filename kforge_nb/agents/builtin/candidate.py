@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import json
 
-from .capture.ir import Node
+from .capture.ir import HALF, Node
 from .capture.partition import Group, Schedule
 from ...pyparse import parse_ast
 
@@ -183,6 +183,14 @@ def launcher_prologue(kp, launcher: str, verb: str) -> list[str]:
     lines.append(f"    {', '.join(r.size_name for r in kp.regions)} = "
                  f"{', '.join(r.expr for r in kp.regions)}")
     device = kp.inputs[0].name + ".device" if kp.inputs else "'cpu'"
-    lines += [f"    {o.name} = torch.empty({output_shape(kp.group, o)}, dtype={o.dtype}, "
-              f"device={device})" for o in kp.outputs]
+    lines += [f"    {o.name} = torch.empty({output_shape(kp.group, o)}, "
+              f"dtype={dtype_expr(o, kp.inputs)}, device={device})" for o in kp.outputs]
     return lines
+
+
+def dtype_expr(node: Node, inputs: list[Node]) -> str:
+    """A bf16 / fp16 output's dtype as an input's that has it (`x.dtype`), the way the
+    reference spelt it (`.bfloat16()`, `cache.dtype`): a literal low precision in the candidate
+    reads as a precision switch to the judge's rules. Any other dtype as it is."""
+    same = next((n for n in inputs if n.dtype == node.dtype), None)
+    return f"{same.name}.dtype" if same is not None and node.dtype in HALF else str(node.dtype)

@@ -14,8 +14,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
-from .op_records import OPS
+from .op_records import CAST, OPS
+
+# bf16 / fp16: the storage dtypes a kernel rounds to (capture/ir.py HALF), by short name
+STORAGE = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
 def c_float(value) -> str:
@@ -48,6 +52,8 @@ class Formulas:
         self.pending: list[tuple[str, str]] = []         # (name, expr) to define before it
 
     def formula(self, fn: str, args: list[str], attrs: dict) -> str:
+        if fn == CAST:                 # the value itself; the node's dtype says how it rounds
+            return args[0]
         write = self.code_for_op.get(fn) or OPS[fn].write      # KeyError: not an op we know
         return write(self, args, attrs)
 
@@ -74,6 +80,15 @@ class Formulas:
     def general_power(self, base: str, exponent: str, value) -> str:
         """base ** exponent where the exponent is not a small whole constant (`value` is the
         constant exponent, or None for a tensor)."""
+        raise NotImplementedError
+
+    def rounded(self, dtype, expr: str) -> str:
+        """`expr`, a float32 value, rounded to the nearest bf16 / fp16 (ties to even) and kept
+        in float32: torch rounds every op's result to its tensor's dtype. float32 as it is."""
+        raise NotImplementedError
+
+    def loaded(self, dtype, expr: str) -> str:
+        """A value read from storage of `dtype`, as float32 (exact)."""
         raise NotImplementedError
 
     def divide_exactly(self, x: str, d: str) -> str:
@@ -116,6 +131,24 @@ class StdFormulas(Formulas):
     def general_power(self, base: str, exponent: str, value) -> str:
         return f"std::pow({base}, {exponent})"
 
+    # bf16 / fp16 values travel as their 16 bits (uint16_t); cpp/maths.py STORAGE converts
+    def rounded(self, dtype, expr: str) -> str:
+        return self.storage_call(dtype, "round", expr)
+
+    def loaded(self, dtype, expr: str) -> str:
+        return self.storage_call(dtype, "load", expr)
+
+    def stored(self, dtype, expr: str) -> str:
+        """A float32 value (already rounded) as the bits stored in `dtype`'s uint16_t."""
+        return self.storage_call(dtype, "bits", expr)
+
+    def storage_call(self, dtype, verb: str, expr: str) -> str:
+        if dtype not in STORAGE:
+            return expr
+        name = f"{STORAGE[dtype]}_{verb}"
+        self.used.add(name)
+        return f"{name}({expr})"
+
 
 class CppFormulas(StdFormulas):
     """C++ calling the vectorisable maths helpers it is given (cpp/maths.py), libm otherwise."""
@@ -155,6 +188,33 @@ RECIPROCAL_FLAG_DEFINITION = (
     "# reciprocal on a GPU and as a true division on the CPU (Triton's interpreter): the\n"
     "# kernels below do the same, so a rounding after the division agrees with torch's.\n"
     f"{RECIPROCAL_FLAG} = tl.constexpr(torch.cuda.is_available())")
+
+
+# bf16 in Triton by its bits: torch rounds a float32 to bf16 to nearest, ties to even, which
+# `.to(tl.bfloat16)` does on a GPU but not under the CPU interpreter (it truncates, and flushes
+# bf16 subnormals to zero on loads and stores); these are the same everywhere.
+BF16_HELPERS = ("round_to_bf16", "bf16_as_float32", "float32_as_bf16")
+BF16_DEFINITIONS = """@triton.jit
+def round_to_bf16(x):
+    # float32 -> the nearest bfloat16, ties to even, kept in float32 (NaN stays NaN): add half
+    # an ulp of bf16 (less one, plus the last kept bit) and drop the 16 low bits
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return tl.where(x != x, x, bits.to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def bf16_as_float32(x):
+    # a loaded bf16 as float32: its 16 bits are the float's upper half
+    return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def float32_as_bf16(x, out_ptr):
+    # a float32 holding a bf16 value (rounded already) as the bf16 that out_ptr points at: its
+    # upper half
+    bits = (x.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16)
+    return bits.to(out_ptr.dtype.element_ty, bitcast=True)"""
 
 
 def triton_maximum(fn: str):
@@ -198,6 +258,23 @@ class TritonFormulas(Formulas):
 
     def past_threshold(self, x: str, cond: str, soft: str) -> str:
         return self.select(cond, x, soft)
+
+    def rounded(self, dtype, expr: str) -> str:
+        if dtype == torch.bfloat16:
+            return f"round_to_bf16({expr})"
+        if dtype == torch.float16:            # to nearest, ties to even, on a GPU and interpreted
+            return f"({expr}).to(tl.float16).to(tl.float32)"
+        return expr
+
+    def loaded(self, dtype, expr: str) -> str:
+        if dtype == torch.bfloat16:
+            return f"bf16_as_float32({expr})"
+        return f"{expr}.to(tl.float32)" if dtype == torch.float16 else expr
+
+    def stored(self, dtype, expr: str, pointer: str) -> str:
+        """A float32 value (already rounded) as what `pointer` holds (fp16 and the rest
+        convert exactly on the store)."""
+        return f"float32_as_bf16({expr}, {pointer})" if dtype == torch.bfloat16 else expr
 
     def divide_exactly(self, x: str, d: str) -> str:
         # Triton's `/` on float32 is an approximate division on a GPU (up to 2 ulp), and so

@@ -256,6 +256,10 @@ RECORDS = (
     OpRecord("elu", 1, w_elu),
 )
 OPS = {r.name: r for r in RECORDS}
+# x.to(dtype) between float dtypes: a pointwise node whose value is its operand's, rounded where
+# the node's dtype is bf16 / fp16 (as every op's result is). No record: a conversion is no
+# compute to torch (the audit's values, not compute), and costs nothing.
+CAST = "cast"
 
 
 def expensive(fn: str) -> bool:
@@ -289,7 +293,8 @@ def mark_divisions(nodes) -> None:
     the number); and, where the result reaches a stepping op (round, floor, a comparison)
     through pointwise ops, `exact`: there a last-bit difference from torch's quotient is a
     whole quantisation step (`round(x / scale)`), so it is never a reciprocal multiply or an
-    approximate division. Other divisions keep the faster forms."""
+    approximate division (a conversion left to torch, to fp8 or an integer, rounds as well).
+    Other divisions keep the faster forms."""
     number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
     for node in nodes:
         if node.op != "pointwise" or node.fn not in ("div", "reciprocal"):
@@ -306,6 +311,8 @@ def reaches_step(node) -> bool:
     todo, seen = list(node.users), set()
     while todo:
         user = todo.pop()
+        if user.op == "host" and user.attrs.get("label") == "Tensor.to":
+            return True        # a conversion torch keeps (to fp8, to an integer) rounds too
         if id(user) in seen or user.op != "pointwise":
             continue
         if user.fn in STEPS:

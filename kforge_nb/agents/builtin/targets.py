@@ -12,7 +12,7 @@ from .capture import Captured, Schedule
 from .cpp import knobs as cpp_knobs
 from .cpp.assemble import CppAssembly
 from .op_records import mark_bool_outputs, mark_divisions
-from .templates import Writer, attention, conv, pool
+from .templates import Writer, attention, conv, indexing, pool
 from .triton import knobs as triton_knobs
 from .triton.assemble import TritonAssembly
 
@@ -35,8 +35,10 @@ class Target:
 TARGETS = {t.name: t for t in (
     Target("cpp", lambda precision: cpp_knobs.CppOptions(), cpp_knobs.conservative,
            cpp_knobs.sweep_singles, CppAssembly,
-           {"conv": conv.cpp, "pool": pool.cpp, "attention": attention.cpp}),
+           {"conv": conv.cpp, "pool": pool.cpp, "attention": attention.cpp,
+            "gather": indexing.cpp, "scatter": indexing.cpp}),
     Target("triton", triton_knobs.TritonOptions.for_precision, triton_knobs.conservative,
            triton_knobs.sweep_singles, TritonAssembly,
-           {"conv": conv.triton, "pool": pool.triton, "attention": attention.triton}),
+           {"conv": conv.triton, "pool": pool.triton, "attention": attention.triton,
+            "gather": indexing.triton, "scatter": indexing.triton}),
 )}

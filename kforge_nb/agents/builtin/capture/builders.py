@@ -10,7 +10,7 @@ import torch
 from ..op_records import PROMOTING
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, attr_expr, resolve
-from .ir import FLOAT, Node, broadcast, normalise_dims, reduced_shape
+from .ir import FLOAT, FLOATS, Node, broadcast, normalise_dims, reduced_shape
 from .ops_matmul import diagonal_product, vector_product
 from .positions import mark_count, mark_integers
 from .value_names import sanitise
@@ -35,13 +35,15 @@ class Builders:
 
     def pw(self, fn: str, *args, name: str | None = None, **attrs) -> Node:
         tensors = [a for a in args if isinstance(a, Node) and a.is_tensor]
-        if fn in PROMOTING and any(t.dtype == FLOAT for t in tensors):
-            # a boolean or integer tensor beside a float32 one (x * mask): torch promotes it
-            args = tuple(self.as_float(a) if a in tensors and a.dtype != FLOAT else a
+        if fn in PROMOTING and any(t.dtype in FLOATS for t in tensors):
+            # a boolean or integer tensor beside a float one (x * mask): torch promotes it
+            args = tuple(self.as_float(a) if a in tensors and a.dtype not in FLOATS else a
                          for a in args)
             tensors = [a for a in args if isinstance(a, Node) and a.is_tensor]
-        if not tensors or any(t.dtype != FLOAT for t in tensors):
-            raise Unlowerable(f"{fn} on non-float32 tensors")
+        if not tensors or any(t.dtype not in FLOATS for t in tensors):
+            raise Unlowerable(f"{fn} on tensors that are not float32, bfloat16 or float16")
+        # computed in float32; the Lowerer rounds the op's result to bf16 / fp16 where torch's
+        # is one (`Lowerer.rounded_as_torch`)
         return self.add(mark_integers(Node(self.fresh(name or fn), "pointwise", fn, tuple(args),
                                            attrs, broadcast(*[t.shape for t in tensors]), FLOAT,
                                            self.label())))
@@ -50,8 +52,8 @@ class Builders:
                correction: int = 0) -> Node:
         if kind == "sum" and isinstance(x, Node) and x.dtype == torch.bool:
             x = self.as_float(x)      # a count of a mask (positions.mark_count)
-        if not isinstance(x, Node) or not x.is_tensor or x.dtype != FLOAT or not x.shape:
-            raise Unlowerable(f"{kind} of a non-float32 tensor")
+        if not isinstance(x, Node) or not x.is_tensor or x.dtype not in FLOATS or not x.shape:
+            raise Unlowerable(f"{kind} of a tensor that is not float32, bfloat16 or float16")
         if isinstance(dims, Node):
             raise Unlowerable("reduction over a dimension computed at run time")
         dims = normalise_dims(dims, len(x.shape))

@@ -109,8 +109,10 @@ def rewrite(graph: torch.fx.Graph, fx: torch.fx.Node, env: dict, tensors: list):
     name = op.overloadpacket.__name__
     if name in DROPPED:
         return None
-    if name == "copy_" and not fx.users and fx.args[0].op == "placeholder":
-        return None       # writes an input back; the judge wants candidates to leave inputs alone
+    if name == "copy_" and fx.args[0].op == "placeholder":
+        if not fx.users:
+            return None   # writes an input back; the judge wants candidates to leave inputs alone
+        name = "copy"     # an input written and returned: its new value, the input left alone
     if name.endswith("_"):
         raise CaptureError(f"torch.export left the in-place aten.{name} in the graph; the builtin "
                            "agent refuses rather than drop the write")

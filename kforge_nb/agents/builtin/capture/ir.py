@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 import torch
 
 FLOAT = torch.float32
+# Storage dtypes a kernel computes in float32 and rounds to after every op, as torch does: a
+# value of one of these dtypes is loaded as float32 and rounded where its node is computed.
+HALF = (torch.bfloat16, torch.float16)
+FLOATS = (FLOAT,) + HALF
 
 
 @dataclass(eq=False)

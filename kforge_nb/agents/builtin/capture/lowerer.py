@@ -9,12 +9,17 @@ import re
 import torch
 import torch.fx
 
-from . import ops, ops_templates, positions
+from . import ops, ops_index, ops_templates, positions
+from ..op_records import CAST
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, resolve
-from .ir import Graph, Node
+from .ir import FLOAT, FLOATS, HALF, Graph, Node
 from .builders import Builders
 from .keep import Keeper
+
+
+# Tensor methods that convert a tensor's dtype (x.to(torch.bfloat16), x.float(), x.type_as(y))
+CASTS = ("to", "float", "half", "bfloat16", "type_as", "type")
 
 
 class Lowerer(Builders, Keeper):
@@ -79,7 +84,7 @@ class Lowerer(Builders, Keeper):
         args, kwargs = self.map(fx.args), self.map(fx.kwargs)
         mark, names = len(self.nodes), set(self.names)
         try:
-            result = self.try_convert(fx, args, kwargs)
+            result = self.rounded_as_torch(fx, self.try_convert(fx, args, kwargs), mark)
         except (Unlowerable, TypeError, ValueError, KeyError, IndexError, AttributeError):
             result = None
         if result is None:
@@ -89,6 +94,30 @@ class Lowerer(Builders, Keeper):
         if isinstance(result, Node) and result in self.nodes[mark:]:
             self.names.discard(result.name)
             result.name = self.fresh(fx.name)
+        return result
+
+    def rounded_as_torch(self, fx, result, mark: int):
+        """torch computes a bf16 / fp16 op in float32 and rounds its result to the storage
+        dtype, once per op: the node that is the op's result carries that dtype (the kernels
+        round where they compute it; a reduction's result through a cast after it); the
+        nodes an op is built from (a softmax's exp and sum, an add's `alpha *`) stay float32,
+        as inside torch's one kernel."""
+        value, made = self.values.get(fx), self.nodes[mark:]
+        if isinstance(result, tuple) and isinstance(value, (tuple, list)):    # max(x, dim)
+            return tuple(self.in_torch_dtype(r, v) if isinstance(r, Node) and r in made else r
+                         for r, v in zip(result, value))
+        return self.in_torch_dtype(result, value) if isinstance(result, Node) and result in made \
+            else result
+
+    def in_torch_dtype(self, result: Node, value) -> Node:
+        if not isinstance(value, torch.Tensor) or value.dtype not in HALF or \
+                result.dtype != FLOAT:
+            return result
+        if result.op == "reduce":
+            result = self.pw(CAST, result)
+        if result.op != "pointwise":
+            raise Unlowerable(f"a {value.dtype} result the kernels would not round")
+        result.dtype = value.dtype
         return result
 
     def try_convert(self, fx, args, kwargs):
@@ -123,8 +152,10 @@ class Lowerer(Builders, Keeper):
             return found[0](self, found[1]) if found else None
         if fx.op == "call_method":
             name = fx.target
-            if name in ("to", "float", "type_as", "type") and self.same_dtype(fx, args[0]):
+            if name in CASTS and self.same_dtype(fx, args[0]):
                 return args[0]
+            if name in CASTS and self.float_cast(fx, args[0]):
+                return self.pw(CAST, args[0])   # rounded where it narrows (rounded_as_torch)
             if name in ops.RAW:
                 return ops.RAW[name](self, args, kwargs)
             if name in ops.FUNCTIONS:
@@ -135,6 +166,8 @@ class Lowerer(Builders, Keeper):
         target = fx.target
         if target is operator.getitem and isinstance(args[0], tuple):
             return args[0][args[1]]
+        if target is operator.getitem and isinstance(args[0], Node):      # x[ids]: a gather
+            return ops_index.c_getitem(self, args[0], args[1])
         if target is getattr and isinstance(args[0], tuple) and args[1] in ("values", "indices"):
             return args[0][0 if args[1] == "values" else 1]
         if not any(isinstance(a, Node) and a.is_tensor for a in args) and \
@@ -150,6 +183,8 @@ class Lowerer(Builders, Keeper):
                 return None
             if name == "matmul":
                 return self.matmul("matmul", args[0], args[1], None)
+            if name in ops_index.OPERATORS and ops_index.is_index(args[0]):   # ids // block
+                return ops_index.fold_index_math(self, ops_index.OPERATORS[name], *args)
             if name in ops.OPERATORS:
                 return self.pw(ops.OPERATORS[name], *args)
             return None
@@ -165,6 +200,14 @@ class Lowerer(Builders, Keeper):
             convert, spec = ops.FUNCTIONS[leaf]
             return convert(self, ops.bind(args, kwargs, spec))
         return None
+
+    def float_cast(self, fx, x) -> bool:
+        """x.to(dtype) between float32, bf16 and fp16: a load, a rounding or a store in the
+        kernel, not a copy in torch."""
+        value = self.values.get(fx)
+        return isinstance(x, Node) and x.is_tensor and x.dtype in FLOATS and \
+            isinstance(value, torch.Tensor) and value.dtype in FLOATS and \
+            tuple(value.shape) == tuple(x.shape)
 
     def same_dtype(self, fx, x) -> bool:
         value = self.values.get(fx)

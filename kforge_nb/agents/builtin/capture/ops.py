@@ -15,6 +15,7 @@ import torch
 
 from .binding import bind  # noqa: F401  (ops.bind: the converters' binder)
 
+from . import ops_index
 from .ops_losses import LOSS, loss_module, c_binary_cross_entropy, c_cosine_embedding_loss, \
     c_cosine_similarity, c_cross_entropy, c_hinge_embedding_loss, c_huber_loss, c_kl_div, \
     c_l1_loss, c_mse_loss, c_nll_loss, c_pairwise_distance, c_smooth_l1_loss, \
@@ -118,6 +119,7 @@ FUNCTIONS.update({
                                                    "size_average=None, reduce=None, "
                                                    "reduction='mean'"),
 })
+FUNCTIONS.update(ops_index.functions(FUNCTIONS))     # gathers, scatters, index arithmetic
 # These have more than one calling convention; they bind their own arguments.
 RAW = {"var": c_var_std("var"), "std": c_var_std("std"), "einsum": c_einsum, "flip": c_flip,
        "cat": c_cat}
@@ -149,6 +151,8 @@ def module_call(module: torch.nn.Module, path: str, x, lw):
         nn.Softmax: lambda: (FUNCTIONS["softmax"][0], {"input": x, "dim": module.dim}),
         nn.LogSoftmax: lambda: (FUNCTIONS["log_softmax"][0], {"input": x, "dim": module.dim}),
         nn.Identity: lambda: (c_identity, {"input": x}),
+        nn.Embedding: lambda: (ops_index.c_embedding, {"input": x, "weight": p("weight"),
+                                                       "max_norm": module.max_norm}),
         nn.AdaptiveAvgPool1d: lambda: (c_adaptive_avg_pool, {"input": x,
                                                             "output_size": module.output_size}),
         nn.AdaptiveAvgPool2d: lambda: (c_adaptive_avg_pool, {"input": x,

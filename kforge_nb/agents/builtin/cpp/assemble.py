@@ -3,6 +3,7 @@ all or none), its kernels compiled from one `source` string, and their Python la
 from __future__ import annotations
 
 from .. import candidate as cand
+from ..capture.ir import HALF
 from ..assemble import Assembly, kept_summary
 from ..kernel import KernelPlan
 from .gemm import MICRO_KERNEL, CppGemm, epilogue_for
@@ -12,11 +13,16 @@ IMPORTS = ("import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.
            "\n\nfrom kforge_nb.runtime import cpp")
 
 
+def pointer(node) -> str:
+    """A tensor as the kernel's pointer takes it: bf16 / fp16 as their bits (uint16_t)."""
+    return f"{node.name}.view(torch.uint16)" if node.dtype in HALF else node.name
+
+
 def launcher_lines(kp: KernelPlan, call: str, launcher: str) -> list[str]:
     """The Python wrapper around one kernel: contiguous inputs, sizes, outputs, the call."""
     lines = cand.launcher_prologue(kp, launcher, "Runs")
     names = [r.size_name for r in kp.regions]
-    call_args = [n.name for n in kp.inputs] + [o.name for o in kp.outputs] + \
+    call_args = [pointer(n) for n in kp.inputs + kp.outputs] + \
         [f"float({s.name})" for s in kp.scalars] + names
     lines.append(f"    {call}({', '.join(call_args)})")
     lines.append(f"    return {', '.join(o.name for o in kp.outputs)}")
@@ -75,7 +81,7 @@ class CppAssembly(Assembly):
     def kernel_text(self) -> str:
         return ("# The C++ below is compiled once (g++ -O3 -march=native -fopenmp, strict IEEE "
                 "maths) and\n# cached by its hash; every extern \"C\" function becomes a Python "
-                "callable that takes\n# contiguous float32 tensors for pointers and Python "
-                'numbers for sizes.\nsource = r"""\n' +
+                "callable that takes\n# contiguous tensors for pointers (bf16 and fp16 as their 16 "
+                'bits) and Python numbers for sizes.\nsource = r"""\n' +
                 cpp_source(self.kernels, self.helpers, self.o) + '"""\n\n'
                 "kernels = cpp.load(source)")

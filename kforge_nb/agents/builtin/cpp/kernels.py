@@ -58,7 +58,12 @@ class CppKernel(Passes):
 
     def load(self, node: Node, user: Node, k: int) -> str:
         pattern = self.plan.group.uses[(user, k)]
-        return f"{node.name}[{self.index(self.plan.index_regions(pattern))}]"
+        return self.f.loaded(node.dtype,
+                             f"{node.name}[{self.index(self.plan.index_regions(pattern))}]")
+
+    def store(self, output: Node, index: str, value: str) -> str:
+        """The statement that writes `value` (float, rounded to the output's dtype already)."""
+        return f"{self.out_name[output]}[{index}] = {self.f.stored(output.dtype, value)};"
 
     def value(self, node, user: Node | None = None, k: int = 0) -> str:
         """The C++ expression for an operand of `user` (or a member) in the current scope."""
@@ -103,7 +108,7 @@ class CppKernel(Passes):
         expr = self.f.formula(m.fn, args, attrs)
         for name, sub in self.f.pending:
             self.emit(f"const float {name} = {sub};")
-        return expr
+        return self.f.rounded(m.dtype, expr)      # a bf16 / fp16 op: rounded as torch's
 
     def row_invariant(self, m: Node) -> bool:
         """A free value that only reads operands indexed by this task's row coordinates."""
@@ -152,7 +157,7 @@ class CppKernel(Passes):
     # -- the kernel ---------------------------------------------------------------------------
     def signature(self) -> str:
         p = self.plan
-        params = [f"const float* {n.name}" for n in p.inputs]
+        params = [f"const {ctype(n)}* {n.name}" for n in p.inputs]
         params += [f"{ctype(o)}* {self.out_name[o]}" for o in p.outputs]
         params += [f"float {s.name}" for s in p.scalars]
         params += [f"int64_t {r.size_name}" for r in p.regions]

@@ -238,12 +238,50 @@ def wrapper(name: str) -> str:
             f"    return {name}_inline({', '.join(params)});\n}}\n")
 
 
+# bf16 / fp16 values travel as their 16 bits (uint16_t): `NAME_load` reads them as float,
+# `NAME_round` rounds a float to the nearest NAME (ties to even, as torch rounds each op's
+# result), `NAME_bits` gives the bits to store. fp16 converts through GCC's _Float16 (F16C
+# instructions where -march=native has them).
+STORAGE = {
+    "bf16": r"""
+MATH_INLINE float bf16_load(uint16_t bits) {
+    return __builtin_bit_cast(float, (uint32_t)bits << 16);
+}
+// add half an ulp of bf16 (less one, plus the last kept bit: ties to even), drop 16 bits;
+// NaN is torch's quiet NaN
+MATH_INLINE uint16_t bf16_bits(float x) {
+    const uint32_t u = __builtin_bit_cast(uint32_t, x);
+    const uint16_t rounded = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    return x != x ? (uint16_t)0x7FC0u : rounded;
+}
+MATH_INLINE float bf16_round(float x) {
+    return bf16_load(bf16_bits(x));
+}
+""",
+    "fp16": r"""
+MATH_INLINE float fp16_load(uint16_t bits) {
+    return (float)__builtin_bit_cast(_Float16, bits);
+}
+MATH_INLINE uint16_t fp16_bits(float x) {
+    return __builtin_bit_cast(uint16_t, (_Float16)x);
+}
+MATH_INLINE float fp16_round(float x) {
+    return (float)(_Float16)x;
+}
+""",
+}
+
+
 def helpers_source(used: set[str]) -> str:
-    """The helper text for the functions a translation unit calls (`where` and math names)."""
+    """The helper text for the functions a translation unit calls (`where`, math names and the
+    bf16 / fp16 conversions)."""
     math_used = sorted(n for n in used if n in BODIES)
+    storage = [k for k in STORAGE if any(n.startswith(k + "_") for n in used)]
     parts = [WHERE.strip("\n") + "\n"] if "where" in used else []
-    if math_used:
+    if math_used or storage:
         parts.append(SIMD_MACRO.strip("\n") + "\n")
+    parts += [STORAGE[k].strip("\n") + "\n" for k in storage]
+    if math_used:
         parts += [BODIES[n][0].strip("\n") + "\n" for n in closure(math_used)]
         parts += [wrapper(n) for n in FUNCTIONS if n in math_used]
     return "\n".join(parts)

@@ -17,7 +17,9 @@ REDUCTION_OP = {"sum": "+", "mean": "+", "max": "max", "min": "min", "first_inde
 
 
 def ctype(node: Node) -> str:
-    return {torch.int64: "int64_t", torch.bool: "bool"}.get(node.dtype, "float")
+    """The C type a kernel's pointer to `node` points at (bf16 / fp16: their 16 bits)."""
+    return {torch.int64: "int64_t", torch.bool: "bool", torch.bfloat16: "uint16_t",
+            torch.float16: "uint16_t"}.get(node.dtype, "float")
 
 
 class Passes:
@@ -177,8 +179,9 @@ class Passes:
         The output is written for good only by the final pass."""
         p = self.plan
         outs = p.full_outputs()
+        # (a bf16 / fp16 output would round what it holds: nothing is parked there)
         if not self.o.reuse_output or len(outs) != 1 or not p.passes or \
-                p.group.scan is not None:
+                p.group.scan is not None or outs[0].dtype != torch.float32:
             return [None] * len(p.passes)
         plan, available = [], None
         for k, reductions in enumerate(p.passes):
@@ -246,7 +249,7 @@ class Passes:
             self.lane_loop()
         for o in outs:
             index = self.index(self.plan.output_regions(o))
-            self.emit(f"{self.out_name[o]}[{index}] = {self.value(o)};")
+            self.emit(self.store(o, index, self.value(o)))
         if self.lanes:
             self.close()
 
@@ -276,7 +279,7 @@ class Passes:
         self.compute(self.plan.element_values(outs, stop=stop))
         for o in outs:
             index = self.index(self.plan.output_regions(o))
-            self.emit(f"{self.out_name[o]}[{index}] = {self.value(o)};")
+            self.emit(self.store(o, index, self.value(o)))
         for _ in range(depth):
             self.close()
 
@@ -307,7 +310,7 @@ class Passes:
             depth = self.global_loops("")
             self.compute(p.element_values(p.full_outputs()))
             for o in p.full_outputs():
-                self.emit(f"{self.out_name[o]}[{self.index(p.output_regions(o))}] = {self.value(o)};")
+                self.emit(self.store(o, self.index(p.output_regions(o)), self.value(o)))
             for _ in range(depth):
                 self.close()
 

@@ -1,4 +1,5 @@
-"""Whole-op kernels written from templates: convolutions, pooling, attention.
+"""Whole-op kernels written from templates: convolutions, pooling, attention, gathers and
+scatters by index tensors (indexing.py).
 
 A `template` node (capture/ops_templates.py) is one op whose kernel is not a fused sweep of
 pointwise and reduce steps but a known loop nest: a convolution's window over its input, a
@@ -18,6 +19,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..capture.ir import Node
+
+
+# Families the candidate writes itself even beside fused kernels: torch's kernel for a gather or
+# a scatter is a generic copy of rows, no vendor library the fused kernels should be measured by.
+OWN_BESIDE_GROUPS = frozenset({"gather", "scatter"})
 
 
 @dataclass

@@ -11,7 +11,8 @@ well, exact fp32 (`tl.dot` in "ieee" precision) under the strict policy.
 from __future__ import annotations
 
 from ..assemble import Assembly, kept_summary
-from ..elementwise import RECIPROCAL_FLAG, RECIPROCAL_FLAG_DEFINITION
+from ..elementwise import BF16_DEFINITIONS, BF16_HELPERS, RECIPROCAL_FLAG, \
+    RECIPROCAL_FLAG_DEFINITION
 from .gemm import TritonGemm, epilogue_for, operands
 from .group import TritonGroupKernel, launch_at_capture
 from .split import TritonSplitKernels, can_split
@@ -66,6 +67,8 @@ class TritonAssembly(Assembly):
 
     def kernel_text(self) -> str:
         text = "\n\n\n".join(self.kernels)
+        if any(f"{helper}(" in text for helper in BF16_HELPERS):    # a kernel reads bf16
+            text = BF16_DEFINITIONS + "\n\n\n" + text
         if RECIPROCAL_FLAG in text:      # a kernel divides by a number as torch does
             text = RECIPROCAL_FLAG_DEFINITION + "\n\n\n" + text
         return text

@@ -131,15 +131,14 @@ class TritonGroupKernel:
                 self.horner(regions)
             if not regions:      # a 0-d operand (a scalar parameter): one scalar, no mask
                 # (a block mask on a scalar pointer is a compile error)
-                self.emit(f"{name} = tl.load({self.ptr[node]})")
+                read = f"tl.load({self.ptr[node]})"
             elif self.flat or any(r.reduced for r in regions):
-                self.emit(f"{name} = tl.load({self.ptr[node]} + {index}, mask={mask}, "
-                          "other=0.0)")
+                read = f"tl.load({self.ptr[node]} + {index}, mask={mask}, other=0.0)"
             elif self.rows2d:    # one value per row of the tile
-                self.emit(f"{name} = tl.load({self.ptr[node]} + {index}, mask=row_ok, "
-                          "other=0.0)")
+                read = f"tl.load({self.ptr[node]} + {index}, mask=row_ok, other=0.0)"
             else:    # varies only with this program's kept coordinates: one scalar
-                self.emit(f"{name} = tl.load({self.ptr[node]} + {index})")
+                read = f"tl.load({self.ptr[node]} + {index})"
+            self.emit(f"{name} = {self.f.loaded(node.dtype, read)}")   # bf16 / fp16: as float32
             self.loaded[key] = name
         return self.loaded[key]
 
@@ -150,6 +149,10 @@ class TritonGroupKernel:
         if src in self.plan.group.member_set or not src.is_tensor:
             return src.name
         return self.load(src, user, k, mask)
+
+    def stored(self, output: Node) -> str:
+        """An output's value as its pointer stores it (a bf16 value by its bits)."""
+        return self.f.stored(output.dtype, self.value(output), self.out_ptr[output])
 
     def compute(self, nodes: list[Node], mask: str = "mask") -> None:
         for m in nodes:
@@ -163,7 +166,8 @@ class TritonGroupKernel:
             attrs = dict(m.attrs)
             if m.fn == "pow" and isinstance(m.args[1], (int, float)):
                 attrs["exponent_value"] = m.args[1]
-            self.emit(f"{m.name} = {self.f.formula(m.fn, args, attrs)}")
+            # a bf16 / fp16 op rounded as torch's (stores to its pointer then convert exactly)
+            self.emit(f"{m.name} = {self.f.rounded(m.dtype, self.f.formula(m.fn, args, attrs))}")
 
     def scan(self, m: Node, mask: str) -> None:
         """A running sum or product over this block, carried on from the blocks before it;
@@ -227,7 +231,7 @@ class TritonGroupKernel:
             self.coordinates(p.regions, "offsets")
         self.compute(p.element_values(p.full_outputs()))
         for o in p.full_outputs():
-            self.emit(f"tl.store({self.out_ptr[o]} + offsets, {self.value(o)}, mask=mask)")
+            self.emit(f"tl.store({self.out_ptr[o]} + offsets, {self.stored(o)}, mask=mask)")
 
     def write_rows(self) -> None:
         p = self.plan
@@ -295,7 +299,7 @@ class TritonGroupKernel:
             self.compute_kept_after(number)
         for o in p.kept_outputs():
             mask = ", mask=row_ok" if self.rows2d else ""
-            self.emit(f"tl.store({self.out_ptr[o]} + program, {self.value(o)}{mask})")
+            self.emit(f"tl.store({self.out_ptr[o]} + program, {self.stored(o)}{mask})")
         if p.full_outputs():
             self.emit("# write the full-size outputs")
             if p.group.scan is not None:
@@ -314,7 +318,7 @@ class TritonGroupKernel:
         self.compute(p.element_values(p.full_outputs()), mask="in_range")
         index = self.horner(p.regions)
         for o in p.full_outputs():
-            self.emit(f"tl.store({self.out_ptr[o]} + {index}, {self.value(o)}, mask=in_range)")
+            self.emit(f"tl.store({self.out_ptr[o]} + {index}, {self.stored(o)}, mask=in_range)")
 
     def compute_kept_after(self, number: int) -> None:
         """The per-row values that follow from pass `number`'s reductions (rstd from var)."""

@@ -102,7 +102,7 @@ class TritonSplitKernels(TritonGroupKernel):
             self.emit("if split == 0:")
             self.depth += 1
             for o in p.kept_outputs():
-                self.emit(f"tl.store({self.out_ptr[o]} + program, {self.value(o)})")
+                self.emit(f"tl.store({self.out_ptr[o]} + program, {self.stored(o)})")
             self.depth -= 1
         if p.full_outputs():
             self.emit("# write this chunk's full-size outputs")
