@@ -276,10 +276,14 @@ BOOLEAN = frozenset(r.name for r in RECORDS if r.boolean)
 
 def mark_bool_outputs(graph) -> None:
     """A comparison or logical op that forward returns is a bool tensor in torch: its kernel
-    stores it so. Inside kernels (a mask multiplied or selected with) it stays 1 / 0."""
+    stores it so; whole numbers from positions or a mask's count are its int64. Inside kernels
+    (a mask multiplied or selected with) they stay float32, 1 / 0 and whole numbers."""
     for node in graph.outputs:
         if getattr(node, "op", None) == "pointwise" and node.fn in BOOLEAN and not node.users:
             node.dtype = torch.bool
+        elif getattr(node, "op", None) in ("pointwise", "reduce") and not node.users and \
+                node.attrs.get("integers"):    # positions, a mask's count (capture/positions.py)
+            node.dtype = torch.int64
 
 
 def mark_divisions(nodes) -> None:

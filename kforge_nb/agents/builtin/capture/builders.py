@@ -12,6 +12,7 @@ from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, attr_expr, resolve
 from .ir import FLOAT, FLOATS, Node, broadcast, normalise_dims, reduced_shape
 from .ops_matmul import diagonal_product, vector_product
+from .positions import mark_count, mark_integers
 from .value_names import sanitise
 
 
@@ -43,11 +44,14 @@ class Builders:
             raise Unlowerable(f"{fn} on tensors that are not float32, bfloat16 or float16")
         # computed in float32; the Lowerer rounds the op's result to bf16 / fp16 where torch's
         # is one (`Lowerer.rounded_as_torch`)
-        return self.add(Node(self.fresh(name or fn), "pointwise", fn, tuple(args), attrs,
-                             broadcast(*[t.shape for t in tensors]), FLOAT, self.label()))
+        return self.add(mark_integers(Node(self.fresh(name or fn), "pointwise", fn, tuple(args),
+                                           attrs, broadcast(*[t.shape for t in tensors]), FLOAT,
+                                           self.label())))
 
     def reduce(self, kind: str, x, dims, keepdim: bool, name: str | None = None,
                correction: int = 0) -> Node:
+        if kind == "sum" and isinstance(x, Node) and x.dtype == torch.bool:
+            x = self.as_float(x)      # a count of a mask (positions.mark_count)
         if not isinstance(x, Node) or not x.is_tensor or x.dtype not in FLOATS or not x.shape:
             raise Unlowerable(f"{kind} of a tensor that is not float32, bfloat16 or float16")
         if isinstance(dims, Node):
@@ -56,9 +60,10 @@ class Builders:
         if all(x.shape[d] == 1 for d in dims) and kind != "first_index" and not correction:
             return self.squeezed(x, dims, keepdim)     # one element each: nothing to reduce
         dtype = torch.int64 if kind == "first_index" else FLOAT
-        return self.add(Node(self.fresh(name or kind), "reduce", kind, (x,),
-                             {"dims": dims, "keepdim": bool(keepdim), "correction": correction},
-                             reduced_shape(x.shape, dims, keepdim), dtype, self.label()))
+        return self.add(mark_count(Node(
+            self.fresh(name or kind), "reduce", kind, (x,),
+            {"dims": dims, "keepdim": bool(keepdim), "correction": correction},
+            reduced_shape(x.shape, dims, keepdim), dtype, self.label())))
 
     def squeezed(self, x: Node, dims: tuple, keepdim: bool) -> Node:
         """x without its size-1 `dims` (a reduction over them): x itself when they are kept."""
@@ -120,7 +125,8 @@ class Builders:
         if x.dtype == FLOAT:
             return x
         return self.add(Node(self.fresh(name or f"{x.name}_float"), "host", "view", (x,),
-                             {"expr": "{0}.to(torch.float32)"}, x.shape, FLOAT, self.label()))
+                             {"expr": "{0}.to(torch.float32)", "boolean": x.dtype == torch.bool},
+                             x.shape, FLOAT, self.label()))
 
     def iota(self, like: Node, dim: int, rank: int) -> Node:
         """0, 1, 2, ... along `dim` of `like`, shaped to broadcast at that dim of a tensor of

@@ -13,6 +13,7 @@ from .errors import CaptureError
 from .fx_source import LAYOUT_METHODS, OPERATOR_SYMBOLS, PYTHON_METHODS, VIEW_METHODS, \
     attr_expr, literal, resolve, torch_calls
 from .ir import Node
+from .positions import as_int64
 
 
 class Keeper:
@@ -46,12 +47,17 @@ class Keeper:
                 label = allow = f"Tensor.{method}"
         else:
             expr, kind, allow, label = self.function_expr(fx.target, args, kwargs, refs)
+        if kind == "kept":
+            as_int64(self, refs)
         value = self.values.get(fx)
         is_tensor = isinstance(value, torch.Tensor)
         node = self.add(Node(self.fresh(fx.name), "host", kind, tuple(refs),
                              {"expr": expr, "reshape": reshape, "allow": allow, "label": label},
                              tuple(value.shape) if is_tensor else None,
                              value.dtype if is_tensor else None, self.label()))
+        if kind == "view" and args and self.is_tensor_node(args[0]) and \
+                "integers" in args[0].attrs:     # a view of positions (positions.py) stays one
+            node.dtype, node.attrs["integers"] = args[0].dtype, args[0].attrs["integers"]
         if label:
             self.kept.append((label, allow))
         return node

@@ -9,7 +9,7 @@ import re
 import torch
 import torch.fx
 
-from . import ops, ops_index, ops_templates
+from . import ops, ops_index, ops_templates, positions
 from ..op_records import CAST
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, resolve
@@ -175,6 +175,8 @@ class Lowerer(Builders, Keeper):
             return None                   # arithmetic on sizes: stays Python (keep)
         if target is torch.tensor and isinstance(args[0], (int, float)) and not kwargs:
             return float(args[0])
+        if target in (operator.and_, operator.or_, operator.invert):
+            return positions.logical(self, target.__name__.strip("_"), list(args))
         if target in OPERATOR_SYMBOLS or target is operator.neg:
             name = target.__name__.strip("_")
             if not any(isinstance(a, Node) and a.is_tensor for a in args):

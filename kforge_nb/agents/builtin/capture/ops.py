@@ -26,6 +26,7 @@ from .ops_norms import c_batch_norm, c_group_norm, c_instance_norm, c_layer_norm
 from .ops_pointwise import COMPARISONS, SIMPLE_UNARY, binary, c_celu, c_clamp, c_div, \
     c_dropout, c_elu, c_float, c_gelu, c_hardtanh, c_identity, c_leaky_relu, c_masked_fill, \
     c_max_min, c_pow, c_relu6, c_round, c_selu, c_softplus, c_where, unary
+from .positions import ARANGE, c_bitwise
 from .ops_reduce import c_adaptive_avg_pool, c_arg_reduce, c_cat, c_flip, c_logsumexp, c_norm, \
     c_reduce, c_scan, c_softmax, c_var_std, c_vector_norm
 
@@ -82,6 +83,8 @@ FUNCTIONS.update({
     "cumsum": c_scan("sum"), "cumprod": c_scan("prod"),
     "diag": (c_diag, "input, diagonal=0"),
     "triu": c_triangle(True), "tril": c_triangle(False),
+    "arange": ARANGE, "bitwise_and": c_bitwise("and"), "bitwise_or": c_bitwise("or"),
+    "bitwise_not": c_bitwise("invert"),
     "linear": (c_linear, "input, weight, bias=None"),
     "matmul": c_matmul("matmul"), "mm": c_matmul("mm", "input, mat2"),
     "bmm": c_matmul("bmm", "input, mat2"),
