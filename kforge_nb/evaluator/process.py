@@ -42,6 +42,10 @@ def available_memory() -> int:
 OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
+# How long a request for a worker waits on a live fork server (see Zygote.next_pid).
+FORK_WAIT_S = 600.0
+
+
 class Zygote:
     """The parent's handle on the fork server: start it once, ask it for workers."""
 
@@ -89,10 +93,27 @@ class Zygote:
         with self.lock:
             send(self.sock, (function, job), [theirs.fileno(), log_fd])
             theirs.close()
-            pid = self.pids.get(timeout=120)
+            pid = self.next_pid()
         if pid is None:
             raise WorkerFailure("exit", "the kforge fork server died; see its output above")
         return pid, Channel(ours)
+
+    def next_pid(self) -> int | None:
+        """The pid of the worker just asked for (None: the server died). The server answers
+        once it has imported torch, which on a machine whose cores are all taken can take
+        minutes (a bench run beside a busy test suite waited past 2 minutes): wait while it
+        lives, FORK_WAIT_S at most. A server that never answers is stopped, so that a late
+        pid can never be taken as the next worker's."""
+        deadline = time.monotonic() + FORK_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                return self.pids.get(timeout=1.0)
+            except queue.Empty:
+                if not self.alive():
+                    return self.pids.get_nowait() if not self.pids.empty() else None
+        self.process.kill()
+        raise WorkerFailure("timeout", f"the kforge fork server started no worker within "
+                                       f"{FORK_WAIT_S:g} s (are the machine's cores all taken?)")
 
 
 _ZYGOTE: Zygote | None = None
