@@ -34,3 +34,15 @@ def source(name: str) -> str:
 def problem(name: str):
     from kforge_nb.problem import Problem
     return Problem.from_file(problem_file(name))
+
+
+def assert_runs_here(row: tuple, options) -> None:
+    """A RUNS_HERE row (problem, candidate, target, "kernels launched: ...") judged correct,
+    no rule fired, with the launches it names."""
+    from kforge_nb.evaluator import evaluate
+    from kforge_nb.result import CORRECT
+    problem_name, candidate, target, launches = row
+    result = evaluate(problem(problem_name), source(candidate), target, options())
+    assert result.state == CORRECT, result.message
+    assert result.rules == []
+    assert f"kernels launched: {launches}" in result.message

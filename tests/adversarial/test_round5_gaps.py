@@ -32,7 +32,8 @@ from kforge_nb.guardrails import Guardrails
 from kforge_nb.problem import ProblemError
 from kforge_nb.result import CORRECT, REJECTED, RUNTIME_ERROR
 from kforge_nb.targets import get_target
-from tests.adversarial.support import REPO, candidate_file, problem, problem_file, source
+from tests.adversarial.support import REPO, assert_runs_here, candidate_file, problem, \
+    problem_file, source
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401  (a fixture)
 
 POSED = "the reference itself failed"      # what a candidate would have the evaluator say
@@ -90,11 +91,7 @@ def test_exploit_gets_its_verdict(name, judge_case):  # noqa: F811
 
 @pytest.mark.parametrize("name", list(RUNS_HERE))
 def test_runs_here_is_correct(name, options):
-    problem_name, candidate, target, launches = RUNS_HERE[name]
-    result = evaluate(problem(problem_name), source(candidate), target, options())
-    assert result.state == CORRECT, result.message
-    assert result.rules == []
-    assert f"kernels launched: {launches}" in result.message
+    assert_runs_here(RUNS_HERE[name], options)
 
 
 # --- 1. the rival's failure, quoted -------------------------------------------------------------

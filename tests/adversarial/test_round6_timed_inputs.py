@@ -22,7 +22,7 @@ import pytest
 
 from kforge_nb.evaluator import evaluate
 from kforge_nb.result import CORRECT, MISMATCH
-from tests.adversarial.support import problem, source
+from tests.adversarial.support import assert_runs_here, problem, source
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401  (a fixture)
 
 IN_PLACE = r"input 0 was modified in place by timed call \d+"
@@ -53,11 +53,7 @@ def test_round6_exploit_gets_its_verdict(name, judge_case):  # noqa: F811
 
 @pytest.mark.parametrize("name", list(RUNS_HERE))
 def test_round6_runs_here_is_correct(name, options):
-    problem_name, candidate, target, launches = RUNS_HERE[name]
-    result = evaluate(problem(problem_name), source(candidate), target, options())
-    assert result.state == CORRECT, result.message
-    assert result.rules == []
-    assert f"kernels launched: {launches}" in result.message
+    assert_runs_here(RUNS_HERE[name], options)
 
 
 def test_a_rival_that_writes_over_its_timed_inputs_voids_the_head_to_head(options):
