@@ -5,11 +5,21 @@ one numbering of iterations, an evaluated edit shown in the Errors tab, and a re
 live when its run's kernel turns up."""
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
+
 import pytest
 
 from tests.test_magic import BROKEN, FASTER, GOOD, WRONG, answer, api, ip, kforge  # noqa: F401
 from tests.test_magic import recommendation
 from tests.test_notebook_labextension import pytestmark, record_of, render  # noqa: F401
+
+
+def to_precision(value: float, digits: int) -> str:
+    """JavaScript's Number(value.toPrecision(digits)): a tie rounds up (522.25 -> 522.3), where
+    Python's format rounds it to even (522.2)."""
+    exact = Decimal(value)
+    quantum = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    return format(exact.quantize(quantum, rounding=ROUND_HALF_UP).normalize(), "f")
 
 
 @pytest.fixture
@@ -49,7 +59,7 @@ def test_the_profile_tab_labels_its_one_profiled_call_beside_the_timed_median(fi
     calls = profile["profiled_calls"]
     assert f"one profiled call of candidate 1.0 (the median of {calls} profiled calls), not the " \
            "timed median" in pane
-    kernels = f"{profile['kernel_us']['candidate']:.4g}".rstrip("0").rstrip(".")
+    kernels = to_precision(profile["kernel_us"]["candidate"], 4)
     assert f"candidate: kernels {kernels} µs in this call; timed median" in pane
     assert "this call's kernels" in pane and "reference (eager): kernels" in pane
 
