@@ -10,10 +10,24 @@ import torch
 from ..op_records import PROMOTING
 from .errors import Unlowerable
 from .fx_source import OPERATOR_SYMBOLS, attr_expr, resolve
-from .ir import FLOAT, FLOATS, Node, broadcast, normalise_dims, reduced_shape
+from .ir import FLOAT, FLOATS, HALF, Node, broadcast, normalise_dims, reduced_shape
 from .ops_matmul import diagonal_product, vector_product
 from .positions import mark_count, mark_integers
 from .value_names import sanitise
+
+
+def product_dtype(tensors: list[Node], b: Node, out: torch.Tensor) -> torch.dtype:
+    """The dtype a product's kernel stores: float32, or bf16 / fp16 where every operand and
+    torch's result have it and B is one matrix (a Linear's weight, x @ W). Such a product is
+    summed in float32 from the 16-bit values, the bias added in float32 and the sum rounded
+    once at the store, as torch's bf16 / fp16 addmm does on the CPU and the GPU. A batched
+    16-bit product (attention's q @ k^T) stays torch's."""
+    if all(t.dtype == FLOAT for t in tensors):
+        return FLOAT
+    if out.dtype in HALF and all(t.dtype == out.dtype for t in tensors) and len(b.shape) == 2:
+        return out.dtype
+    raise Unlowerable("matmul on tensors that are not all float32, nor all one 16-bit "
+                      "dtype with a 2-D B")
 
 
 class Builders:
@@ -109,13 +123,13 @@ class Builders:
                 return scaled
         out = self.values.get(self.fx)
         tensors = [t for t in (a, b, bias) if t is not None]
-        if not isinstance(out, torch.Tensor) or any(not isinstance(t, Node) or t.dtype != FLOAT
-                                                    for t in tensors):
-            raise Unlowerable("matmul on non-float32 tensors")
+        if not isinstance(out, torch.Tensor) or not all(isinstance(t, Node) for t in tensors):
+            raise Unlowerable("matmul of something that is not a tensor")
+        dtype = product_dtype(tensors, b, out)
         args = (a, b) if bias is None else (a, b, bias)
         name = self.fresh(self.base_name() if shape is None else f"{self.base_name()}_product")
         return self.add(Node(name, "matmul", kind, args, {},
-                             tuple(out.shape) if shape is None else tuple(shape), FLOAT,
+                             tuple(out.shape) if shape is None else tuple(shape), dtype,
                              self.label()))
 
     def as_float(self, x: Node, name: str | None = None) -> Node:

@@ -3,19 +3,14 @@ all or none), its kernels compiled from one `source` string, and their Python la
 from __future__ import annotations
 
 from .. import candidate as cand
-from ..capture.ir import HALF
 from ..assemble import Assembly, kept_summary
 from ..kernel import KernelPlan
 from .gemm import MICRO_KERNEL, CppGemm, epilogue_for
 from .kernels import CppKernel, cpp_source
+from .passes import pointer
 
 IMPORTS = ("import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
            "\n\nfrom kforge_nb.runtime import cpp")
-
-
-def pointer(node) -> str:
-    """A tensor as the kernel's pointer takes it: bf16 / fp16 as their bits (uint16_t)."""
-    return f"{node.name}.view(torch.uint16)" if node.dtype in HALF else node.name
 
 
 def launcher_lines(kp: KernelPlan, call: str, launcher: str) -> list[str]:

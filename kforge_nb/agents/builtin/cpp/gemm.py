@@ -10,15 +10,22 @@ also the order oneDNN/MKL sum in on this machine, so the results agree with torc
 bit rather than to a rounding error. The pointwise group after the product, if it only reads
 the product and operands indexed by (row, col), is applied before the store, so C never makes
 a round trip through memory.
+
+A bf16 / fp16 product (all operands of that dtype) reads their 16 bits: B's panel and a copy
+of A's rows for the slice are converted to float32 (exactly) as they are packed, so the
+micro-kernel is the float32 one; the sums start at the bias in float32 and each element is
+rounded once to the 16-bit dtype at the store, as torch's bf16 addmm (fp32 accumulation).
 """
 from __future__ import annotations
 
-from ..candidate import output_shape
-from ..capture.ir import Node, transposed_source
+from ..candidate import dtype_expr, output_shape
+from ..capture.ir import HALF, Node, transposed_source
 from ..capture.partition import Group, Schedule
+from ..elementwise import StdFormulas
 from ..kernel import KernelPlan
 from .kernels import CppKernel
 from .knobs import CppOptions
+from .passes import ctype, pointer
 
 def layout(node: Node) -> tuple[str, Node, Node, bool]:
     """("nn" | "nt", a, b as the kernel reads it, batched) for a product node."""
@@ -104,16 +111,21 @@ class CppGemm:
         self.ep_inputs = [n for n in (epilogue.inputs if epilogue else []) if n not in operands]
         self.outputs = epilogue.outputs if epilogue else [node]
         self.helpers: set[str] = set()
+        self.storage = StdFormulas()      # the bf16 / fp16 loads and stores (their helpers)
+
+    def load(self, operand: Node, element: str) -> str:
+        """An element of an operand as float32 (a bf16 / fp16 one converted from its bits)."""
+        return self.storage.loaded(operand.dtype, element)
 
     def out_name(self, o: Node) -> str:
         return "out" if len(self.outputs) == 1 else f"{o.name}_out"
 
     def kernel(self) -> str:
         ep = self.ep
-        params = [f"const float* {self.a.name}", f"const float* {self.b.name}"]
-        params += [f"const float* {self.bias.name}"] if self.bias is not None else []
+        params = [f"const {ctype(x)}* {x.name}" for x in (self.a, self.b, self.bias)
+                  if x is not None]
         params += [f"const float* {n.name}" for n in self.ep_inputs]
-        params += [f"float* {self.out_name(o)}" for o in self.outputs]
+        params += [f"{ctype(o)}* {self.out_name(o)}" for o in self.outputs]
         params += [f"float {s.name}" for s in (ep.scalars if ep else [])]
         params += ["int64_t batches", "int64_t M", "int64_t N", "int64_t K"]
         params += [f"int64_t {r.size_name}" for r in (ep.regions if ep else [])]
@@ -126,6 +138,7 @@ class CppGemm:
                  f'extern "C" void {self.name}({", ".join(params)}) {{']
         lines += self.matvec_body() if self.matvec else self.body()
         lines.append("}")
+        self.helpers |= self.storage.used
         return "\n".join(lines)
 
     def body(self) -> list[str]:
@@ -133,19 +146,24 @@ class CppGemm:
         if self.kind == "nn":   # B is (K, N): each row of the panel is a contiguous copy
             pack = [
                 "            for (int64_t kk = 0; kk < k_here; ++kk) {",
-                f"                const float* b_row = {b} + (batch * K + k0 + kk) * N + tile_col;",
+                f"                const {ctype(self.b)}* b_row = "
+                f"{b} + (batch * K + k0 + kk) * N + tile_col;",
                 "                for (int64_t j = 0; j < TILE_COLS; ++j)",
-                "                    panel[kk * TILE_COLS + j] = j < cols_here ? b_row[j] : 0.0f;",
+                "                    panel[kk * TILE_COLS + j] = j < cols_here ? "
+                f"{self.load(self.b, 'b_row[j]')} : 0.0f;",
                 "            }"]
         else:                   # B is stored (N, K): the panel is that block transposed
             pack = [
                 "            for (int64_t j = 0; j < TILE_COLS; ++j) {",
                 "                const int64_t col = std::min(tile_col + j, N - 1);",
-                f"                const float* b_row = {b} + (batch * N + col) * K + k0;",
+                f"                const {ctype(self.b)}* b_row = "
+                f"{b} + (batch * N + col) * K + k0;",
                 "                for (int64_t kk = 0; kk < k_here; ++kk)",
-                "                    panel[kk * TILE_COLS + j] = j < cols_here ? b_row[kk] : 0.0f;",
+                "                    panel[kk * TILE_COLS + j] = j < cols_here ? "
+                f"{self.load(self.b, 'b_row[kk]')} : 0.0f;",
                 "            }"]
-        start = f"{self.bias.name}[tile_col + j]" if self.bias is not None else "0.0f"
+        start = self.load(self.bias, f"{self.bias.name}[tile_col + j]") \
+            if self.bias is not None else "0.0f"
         init = start if self.bias is None else f"j < cols_here ? {start} : 0.0f"
         return [
             "    constexpr int64_t BLOCK_ROWS = 128, K_BLOCK = 192;",
@@ -158,9 +176,11 @@ class CppGemm:
             "        const int64_t tile_col = task % col_tiles * TILE_COLS;",
             "        const int64_t rows_here = std::min(BLOCK_ROWS, M - block_row);",
             "        const int64_t cols_here = std::min(TILE_COLS, N - tile_col);",
-            f"        const float* a_batch = {a} + batch * M * K;",
+            f"        const {ctype(self.a)}* a_batch = {a} + batch * M * K;",
             "        float block[BLOCK_ROWS][TILE_COLS];      // this task's block of C",
             "        float panel[K_BLOCK * TILE_COLS];        // a K_BLOCK x TILE_COLS slice of B",
+            *(["        float a_rows[BLOCK_ROWS * K_BLOCK];      // A's rows of the slice"]
+              if self.a.dtype in HALF else []),
             "        for (int64_t r = 0; r < rows_here; ++r)",
             "            for (int64_t j = 0; j < TILE_COLS; ++j)",
             f"                block[r][j] = {init};",
@@ -169,8 +189,9 @@ class CppGemm:
             "        for (int64_t k0 = 0, k_here = 0; k0 < K; k0 += k_here) {",
             "            k_here = halves ? (k0 == 0 ? K / 2 : K - K / 2) : std::min(K_BLOCK, K - k0);",
             *pack,
+            *self.a_slice(),
             "            for (int64_t tile_row = 0; tile_row < rows_here; tile_row += TILE_ROWS)",
-            "                tile_product(a_batch + (block_row + tile_row) * K + k0, K, panel, k_here,",
+            "                tile_product(a_rows + tile_row * a_stride, a_stride, panel, k_here,",
             "                             std::min(TILE_ROWS, rows_here - tile_row), block[tile_row]);",
             "        }",
             "        for (int64_t r = 0; r < rows_here; ++r) {",
@@ -181,6 +202,21 @@ class CppGemm:
             "        }",
             "    }"]
 
+    def a_slice(self) -> list[str]:
+        """The lines that leave this slice's rows of A in `a_rows` (row stride `a_stride`):
+        float32 A in place, a 16-bit A converted into the task's buffer."""
+        if self.a.dtype not in HALF:
+            return ["            const float* a_rows = a_batch + block_row * K + k0;",
+                    "            const int64_t a_stride = K;"]
+        return ["            const int64_t a_stride = K_BLOCK;",
+                "            for (int64_t r = 0; r < rows_here; ++r) {",
+                "                const uint16_t* a_row = a_batch + (block_row + r) * K + k0;",
+                "                #pragma omp simd",
+                "                for (int64_t kk = 0; kk < k_here; ++kk)",
+                "                    a_rows[r * K_BLOCK + kk] = "
+                f"{self.load(self.a, 'a_row[kk]')};",
+                "            }"]
+
     def matvec_body(self) -> list[str]:
         a, b = self.a.name, self.b.name
         return [
@@ -188,17 +224,19 @@ class CppGemm:
             "    // (the vendor's summation order is not known here, so aim for the exact value).",
             "    #pragma omp parallel for schedule(static)",
             "    for (int64_t row = 0; row < batches * M; ++row) {",
-            f"        const float* a_row = {a} + row * K;",
+            f"        const {ctype(self.a)}* a_row = {a} + row * K;",
             "        double lanes_sum[16] = {};",
             "        int64_t kk = 0;",
             "        for (; kk + 16 <= K; kk += 16) {",
             "            #pragma omp simd",
             "            for (int64_t l = 0; l < 16; ++l)",
-            f"                lanes_sum[l] += (double)a_row[kk + l] * (double){b}[kk + l];",
+            f"                lanes_sum[l] += (double){self.load(self.a, 'a_row[kk + l]')} * "
+            f"(double){self.load(self.b, f'{b}[kk + l]')};",
             "        }",
             "        double dot = 0.0;",
             "        for (int64_t l = 0; l < 16; ++l) dot += lanes_sum[l];",
-            f"        for (; kk < K; ++kk) dot += (double)a_row[kk] * (double){b}[kk];",
+            f"        for (; kk < K; ++kk) dot += (double){self.load(self.a, 'a_row[kk]')} * "
+            f"(double){self.load(self.b, f'{b}[kk]')};",
             "        const int64_t tile_row = row % M, r = 0, tile_col = 0, j = 0, batch = row / M;",
             *self.store("(float)dot", depth=2),
             "    }"]
@@ -210,11 +248,14 @@ class CppGemm:
             out = [f"{pad}const int64_t m_index = tile_row + r, n_index = tile_col + j;"]
         else:
             out = [f"{pad}const int64_t m_index = block_row + r, n_index = tile_col + j;"]
-        bias = f" + {self.bias.name}[n_index]" if self.bias is not None and self.matvec else ""
+        bias = " + " + self.load(self.bias, f"{self.bias.name}[n_index]") \
+            if self.bias is not None and self.matvec else ""
         out.append(f"{pad}const float {self.node.name} = {value}{bias};")
         target = "(batch * M + m_index) * N + n_index"
         if self.ep is None:
-            return out + [f"{pad}{self.out_name(self.node)}[{target}] = {self.node.name};"]
+            # a 16-bit product: the float32 sum rounded once, to nearest even, as it is stored
+            stored = self.storage.stored(self.node.dtype, self.node.name)
+            return out + [f"{pad}{self.out_name(self.node)}[{target}] = {stored};"]
         ep = self.ep
         regions = ep.regions
         if len(regions) == 1:
@@ -266,10 +307,11 @@ class CppGemm:
                          if len(names) > 1 else f"    {names[0]} = {ep.regions[0].expr}")
         for o in self.outputs:
             shape = output_shape(ep.group, o) if ep else "shape"
-            lines.append(f"    {o.name} = torch.empty({shape}, dtype=torch.float32, "
+            lines.append(f"    {o.name} = torch.empty({shape}, dtype={dtype_expr(o, [a, b])}, "
                          f"device=lhs.device)")
-        call = ["lhs", "rhs"] + ([self.bias.name] if self.bias is not None else []) + \
-            [x.name for x in self.ep_inputs] + [o.name for o in self.outputs] + \
+        call = [pointer(a, "lhs"), pointer(b, "rhs")] + \
+            ([pointer(self.bias)] if self.bias is not None else []) + \
+            [x.name for x in self.ep_inputs] + [pointer(o) for o in self.outputs] + \
             [f"float({s.name})" for s in (ep.scalars if ep else [])] + \
             ["batches", "M", "N", "K"] + ([r.size_name for r in ep.regions] if ep else [])
         lines.append(f"    kernels.{self.name}({', '.join(call)})")

@@ -22,6 +22,13 @@ def ctype(node: Node) -> str:
             torch.float16: "uint16_t"}.get(node.dtype, "float")
 
 
+def pointer(node: Node, name: str | None = None) -> str:
+    """A tensor (`name`, else the node's own) as the kernel's pointer takes it: bf16 / fp16 as
+    their bits (uint16_t)."""
+    name = name or node.name
+    return f"{name}.view(torch.uint16)" if ctype(node) == "uint16_t" else name
+
+
 class Passes:
     """write_tasks / write_flat / write_global and the passes they are made of."""
 

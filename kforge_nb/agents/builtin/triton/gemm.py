@@ -15,11 +15,17 @@ K is summed in panels of PANEL_K (a running sum per panel, then the panels' sums
 K is not one fp32 running sum. A product with one column (A @ x) is a matrix-vector product
 instead (`matvec.py`: fp64 sums, no padded tile).
 
+bf16 / fp16 operands (a product whose operands all have that dtype) are loaded as float32
+(exactly; bf16 by its bits, as the pointwise kernels read it), multiplied as above, the bias
+added in float32 and the sum rounded once to the 16-bit dtype at the store: torch's bf16
+addmm accumulates in fp32 and rounds its result once.
+
 On a GPU a small @triton.autotune list keyed on (M, N, K) picks the tiles; under the CPU
 interpreter the launcher passes the options' tiles instead.
 """
 from __future__ import annotations
 
+from ..candidate import dtype_expr
 from ..capture.ir import Node, transposed_source
 from ..capture.partition import Group, Schedule
 from ..elementwise import TritonFormulas
@@ -101,6 +107,11 @@ class TritonGemm:
         # one column of B: the matrix-vector body (fp64 sums; any dot setting gives the same)
         self.matvec = matvec.is_matvec(node, self.batched)
         self.autotuned = options.dot != "fma" or self.matvec
+        self.f = TritonFormulas()         # bf16 / fp16 loads, the rounding and the store
+
+    def load(self, operand: Node, read: str) -> str:
+        """`read` (a tl.load of `operand`) as float32: bf16 / fp16 converted exactly."""
+        return self.f.loaded(operand.dtype, read)
 
     # -- the kernel ------------------------------------------------------------------------------
     def kernel(self) -> str:
@@ -116,16 +127,19 @@ class TritonGemm:
                  f"    # C = A @ B{' + bias' if self.bias is not None else ''}"
                  f"{', then ' + ', '.join(ops) if ops else ''}"
                  f"{': one BLOCK_M x BLOCK_N tile of C per program.' if not self.matvec else '.'}",
-                 *(matvec.body() if self.matvec else self.tile_body())]
+                 *(matvec.body(self.a, self.b, self.load) if self.matvec else
+                   self.tile_body())]
         if self.bias is not None:
-            lines.append("    acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, "
-                         "other=0.0)[None, :]")
+            bias = self.load(self.bias, "tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)")
+            lines.append(f"    acc += {bias}[None, :]")
         values = {self.node: "acc"}
         if self.ep is not None:
             lines += self.epilogue(values)
         for x in self.outputs:
+            # a 16-bit output: the float32 value rounded once, to nearest even, and stored
+            value = self.f.stored(x.dtype, self.f.rounded(x.dtype, values[x]), self.out_ptr[x])
             lines.append(f"    tl.store({self.out_ptr[x]} + batch * M * N + offs_m[:, None] * N "
-                         f"+ offs_n[None, :], {values[x]}, mask=mask)")
+                         f"+ offs_n[None, :], {value}, mask=mask)")
         head = ["@triton.jit"]
         tail = []
         if self.autotuned:
@@ -178,10 +192,10 @@ class TritonGemm:
     def k_loop(self, pad: str, steps: str, k_left: str) -> list[str]:
         """The running sum in `acc` of the products over `steps` (k: a step of BLOCK_K)."""
         body = [f"    k_left = {k_left}",
-                "    a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), "
-                "other=0.0)",
-                "    b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), "
-                "other=0.0)",
+                "    a = " + self.load(self.a, "tl.load(a_ptrs, mask=(offs_m[:, None] < M) & "
+                                      "(offs_k[None, :] < k_left), other=0.0)"),
+                "    b = " + self.load(self.b, "tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & "
+                                      "(offs_n[None, :] < N), other=0.0)"),
                 *self.product(),
                 "    a_ptrs += BLOCK_K * stride_ak",
                 "    b_ptrs += BLOCK_K * stride_bk"]
@@ -267,7 +281,7 @@ class TritonGemm:
         for n in self.ep_inputs:
             lines.append(f"    {n.name} = {n.name}.contiguous()")
         for x in self.outputs:
-            lines.append(f"    {x.name} = torch.empty(shape, dtype=torch.float32, "
+            lines.append(f"    {x.name} = torch.empty(shape, dtype={dtype_expr(x, [a, b])}, "
                          f"device={lhs}.device)")
         call = [lhs, rhs] + ([self.bias.name] if self.bias is not None else []) + \
             [n.name for n in self.ep_inputs] + [s.name for s in self.scalars] + \

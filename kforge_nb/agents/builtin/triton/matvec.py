@@ -11,6 +11,8 @@ the loads. The body leaves `acc` ([BLOCK_M, 1], fp32), `offs_m`, `offs_n`, `batc
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..capture.ir import Node
 
 # (BLOCK_M, BLOCK_K, num_stages, num_warps): a few rows, a long slice of K
@@ -24,8 +26,9 @@ def is_matvec(node: Node, batched: bool) -> bool:
     return not batched and len(node.shape) >= 2 and node.shape[-1] == 1
 
 
-def body() -> list[str]:
-    """The kernel's lines from the program ids to the product in `acc`."""
+def body(a: Node, b: Node, load: Callable[[Node, str], str]) -> list[str]:
+    """The kernel's lines from the program ids to the product in `acc`; `load(operand, read)`
+    gives a tl.load of A or B as float32."""
     return [
         "    # y = A x: BLOCK_M rows of A and one column of B a program. Each fp32 product is",
         "    # exact in fp64 and summed in fp64, so a long K is one rounding, not K of them.",
@@ -42,9 +45,9 @@ def body() -> list[str]:
         "    sums = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float64)",
         "    for k in range(0, tl.cdiv(K, BLOCK_K)):",
         "        k_left = K - k * BLOCK_K",
-        "        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), "
-        "other=0.0)",
-        "        x = tl.load(b_ptrs, mask=offs_k < k_left, other=0.0)",
+        "        a = " + load(a, "tl.load(a_ptrs, mask=(offs_m[:, None] < M) & "
+                            "(offs_k[None, :] < k_left), other=0.0)"),
+        "        x = " + load(b, "tl.load(b_ptrs, mask=offs_k < k_left, other=0.0)"),
         "        sums += a.to(tl.float64) * x.to(tl.float64)[None, :]",
         "        a_ptrs += BLOCK_K * stride_ak",
         "        b_ptrs += BLOCK_K * stride_bk",
