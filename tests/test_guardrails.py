@@ -187,6 +187,13 @@ def test_comments_docstrings_and_strings_are_not_code():
      "dlsym"),
     ("__attribute__((constructor)) static void early() {}\n" + KERNEL % "",
      "native-dynamic-symbols", "constructor"),
+    ('extern "C" void* PyEval_GetFrame(void);\n' + KERNEL % "(void)PyEval_GetFrame();",
+     "native-interpreter-access", "PyEval_GetFrame"),
+    ('extern "C" void* lookup(void*, const char*) __asm__("dlsym");\n'
+     + KERNEL % 'auto g = lookup(nullptr, "sgemm_"); (void)g;', "native-interpreter-access",
+     '__asm__("dlsym")'),
+    ("#include <link.h>\n" + KERNEL % "dl_iterate_phdr(nullptr, nullptr);",
+     "native-interpreter-access", "dl_iterate_phdr"),
     (KERNEL % "auto r = at::matmul(a, b);", "native-calls-libtorch", "at::matmul"),
     (KERNEL % "auto r = torch::mm(a, b);", "native-calls-libtorch", "torch::mm"),
     (KERNEL % "auto r = at::native::softmax(a, 1, false);", "native-calls-libtorch",

@@ -60,3 +60,20 @@ DYNAMIC_SYMBOLS = re.compile(
 
 def native_dynamic_symbols(src: Source) -> list[str]:
     return native_hits(src, DYNAMIC_SYMBOLS, skip_includes=True)
+
+
+# The interpreter and the loader from inside a kernel: the Python C API (the harness's frames
+# and locals hold what the judge has not yet told anyone, such as which timed calls it keeps),
+# the loader's own tables (symbols found without dlsym), and asm labels that bind a declaration
+# to another symbol (`void* f() __asm__("dlsym")`). A kernel needs none of them: it gets
+# pointers and sizes. Scanned with string literals left in, where an asm label spells its name.
+INTERPRETER_ACCESS = re.compile(
+    r"\b_?Py(?!Torch\b)[A-Z_]\w*|"
+    r"\b(?:_r_debug|link_map|dl_iterate_phdr|getauxval|__ehdr_start|_DYNAMIC|"
+    r"_GLOBAL_OFFSET_TABLE_)\b|"
+    r"[)\w\]]\s*(?:__asm__|__asm|asm)\s*\(\s*\"")
+
+
+def native_interpreter_access(src: Source) -> list[str]:
+    return native_hits(src, INTERPRETER_ACCESS, strings=False, skip_includes=True)
+

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..options import DEFAULT_PRECISION
 from .escapes import (extra_threads_or_streams, host_buffer_access, patching_or_introspection,
                       swallowed_exception)
-from .native import native_calls_libtorch, native_dynamic_symbols
+from .native import native_calls_libtorch, native_dynamic_symbols, native_interpreter_access
 from .numerics import fast_math, precision_switch, torch_compute_in_forward
 from .source import Rule, Source
 
@@ -34,6 +34,11 @@ DEFAULT_BANS = [
          "RTLD_*) or runs code at load time (constructor/destructor/section attributes), "
          "ways to reach library compute or act outside the calls that are judged",
          native_dynamic_symbols),
+    Rule("native-interpreter-access", "native source reaches into the interpreter or the "
+         "loader (the Python C API, the loader's symbol tables, asm labels naming another "
+         "symbol): ways to read the judge's state from inside a timed call or to reach code "
+         "the guardrails never see; a kernel needs only the pointers and sizes it is given",
+         native_interpreter_access),
     Rule("host-buffer-access", "reads tensor memory from Python through raw buffers (NumPy "
          "ctypeslib/frombuffer, DLPack, ctypes arrays, memoryview), so host code can compute "
          "outside the kernel; hand tensors to the kernel (x.data_ptr() for native code)",
