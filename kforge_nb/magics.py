@@ -82,7 +82,7 @@ class KForgeMagics(ConfigurableMagics):
         super().__init__(shell=shell, **kwargs)
         self.session = None          # the last session started here
         self.widget = None           # its live view (at a frontend)
-        self.report = None
+        self.report = None           # its one output in the cell (ui/report.py RunDisplay)
         self.sessions: dict[str, object] = {}
 
     @line_cell_magic
@@ -252,12 +252,12 @@ class KForgeMagics(ConfigurableMagics):
         return args
 
     def _show(self, session) -> None:
-        """At a frontend: the live widget while the session runs, then the report that a saved
-        notebook keeps (see ui/report.py ReportView). Headless (nbclient, papermill): the
-        report alone. In a terminal: progress lines."""
-        from .ui.report import ReportView
+        """At a frontend: the live widget while the session runs, replaced by the report that a
+        saved notebook keeps when it ends (see ui/report.py RunDisplay). Headless (nbclient,
+        papermill): the report alone. In a terminal: progress lines."""
+        from .ui.report import RunDisplay
         self.widget = None
-        self.report = ReportView(session, self.shell)
+        self.report = RunDisplay(session, self.shell)
         if not in_kernel(self.shell):
             from .ui.terminal import Progress
             session.subscribe(Progress(sys.stdout))
@@ -315,11 +315,11 @@ class KForgeMagics(ConfigurableMagics):
 
     def _last(self, _rest: str) -> None:
         from .ui.fallback import to_text
-        from .ui.report import ReportView, run_record
+        from .ui.report import RunDisplay, run_record
         session = self._need_session("last")
-        if in_kernel(self.shell):     # the live view while it runs, and the report
+        if in_kernel(self.shell):     # the live view while it runs, else the report
             live = session.running and interactive_frontend(self.shell)
-            ReportView(session, self.shell).show(self.widget if live else None)
+            RunDisplay(session, self.shell).show(self.widget if live else None)
         else:
             print(f"{to_text(run_record(session))}\n{session.history!r}")
 

@@ -129,7 +129,7 @@ def test_a_saved_run_is_drawn_without_a_kernel(api, kforge, tmp_path):
         {"click": "button[data-tab=correctness]"},
         {"snapshot": "saved"}])["saved"]
     assert saved["renderer"] == "mime" and saved["state"] == "finished"
-    assert any("saved run — no kernel" in note for note in saved["notes"])
+    assert any("run record — not live" in note for note in saved["notes"])
     assert saved["buttons"] == {"evaluate": {"disabled": True}}
     assert saved["inputs"]["code"]["readOnly"] and saved["sent"] == []
     assert "max abs error" in saved["panes"]["correctness"] and "error-map" in saved["charts"]
@@ -149,11 +149,12 @@ def test_text_from_the_record_is_never_parsed_as_html(api, kforge, tmp_path):
 
 
 @pytest.mark.slow     # runs a session behind the view
-def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_live(
+def test_the_edit_box_follows_each_recommendation_and_the_end_leaves_the_record(
         api, kforge, tmp_path):
     """Issue 30: the Edit box holds each new recommendation (not the last edit's words); the
-    candidates table's "from" shows the person's words where they edited or redirected; the
-    report a live run leaves when it ends is not a "saved run" and still judges an edit."""
+    candidates table's "from" shows the person's words where they edited or redirected. When
+    the run ends, the report in the widget's place is the record a saved notebook keeps (issue
+    39: one channel per run): it says so, and its controls send nothing."""
     from kforge_nb.magics import live_widget
     api([answer(GOOD), recommendation("chunk the rows"), answer(FASTER),
          recommendation("chunk more", "use schedule(static, 8)"), answer(FASTEST)])
@@ -184,7 +185,8 @@ def test_the_edit_box_follows_each_recommendation_and_a_finished_live_run_stays_
     assert rows["2.0"] == "redirect: take 8 rows at a time"          # not "chunk more"
     report = seen["report"]
     assert report["renderer"] == "mime" and report["state"] == "finished" and report["roots"] == 1
-    assert not any("saved run" in note for note in report["notes"])
-    assert report["buttons"] == {"evaluate": {"disabled": False}}
-    assert report["inputs"]["code"]["readOnly"] is False
-    assert seen["evaluated"]["sent"][-1] == {"action": "evaluate", "code": "my edit"}
+    assert any("run record — not live" in note and "%kforge eval VAR" in note
+               for note in report["notes"])
+    assert report["buttons"] == {"evaluate": {"disabled": True}}
+    assert report["inputs"]["code"]["readOnly"] is True
+    assert seen["evaluated"]["sent"] == seen["end"]["sent"]         # the report sent nothing

@@ -3,12 +3,12 @@ a click sent as the comm message the view's `model.send` makes in a browser. No 
 mocked: this test is the frontend.
 
 It checks what a person in JupyterLab relies on: the `%%kforge` cell returns at once in review
-mode and shows two outputs, the live widget (whose text/plain is one line, not a widget repr)
-then the report bundle; the widget's record follows the session and Accept reaches it; the
-report keeps updating in place in the magic's own cell (update_display_data with that cell's
-parent header) after the cell has returned; at the end the cell is cleared and the finished
-report shown again under its display id: the cell's one output, so a saved notebook keeps no
-widget (no "model not found" later).
+mode and shows one output, the live widget (whose text/plain is one line, not a widget repr);
+the widget's record follows the session and Accept reaches it; nothing else is displayed while
+the run goes (one channel per run: no report beside the widget to reconcile in the browser);
+at the end the finished report takes the widget's place under its display id, in the magic's
+own cell (update_display_data with that cell's parent header, after the cell has returned): the
+cell's one output, so a saved notebook keeps no widget (no "model not found" later).
 """
 from __future__ import annotations
 
@@ -99,44 +99,41 @@ def test_review_mode_in_a_live_kernel_widget_messages_and_in_place_report(api, k
     assert opened[0]["content"]["data"]["state"]["record"]["state"] == "running"
 
     shown = [m["content"] for m in seen if m["msg_type"] == "display_data"]
-    assert [WIDGET in s["data"] for s in shown] == [True, False]     # the widget, then the report
+    assert len(shown) == 1 and WIDGET in shown[0]["data"]            # the widget alone
+    assert MIME not in shown[0]["data"]
     assert shown[0]["data"][WIDGET]["model_id"] == comm_id
     plain = shown[0]["data"]["text/plain"]
     assert "\n" not in plain and len(plain) <= 110 and plain.startswith("kforge live view")
-    assert MIME in shown[1]["data"]
-    display_id = shown[1]["transient"]["display_id"]
-
-    def report_update(predicate):
-        return lambda m: (m["msg_type"] == "update_display_data" and
-                          m["content"]["transient"]["display_id"] == display_id and
-                          predicate(m["content"]["data"][MIME]))
+    display_id = shown[0]["transient"]["display_id"]
 
     waiting = messages(kc, widget_record(comm_id, lambda r: r["pending"]))
-    assert all(m["parent_header"]["msg_id"] == cell for m in waiting
-               if m["msg_type"] == "update_display_data")         # routed to the magic's cell
+    assert not [m for m in seen + waiting if m["msg_type"] in ("update_display_data",
+                                                               "clear_output")]
     other = kc.execute("unrelated = 1", allow_stdin=True)     # another cell runs meanwhile
     messages(kc, idle(other))
     send(kc, comm_id, {"action": "accept"})
 
-    done = {"widget": None, "cleared": None, "report": None}
+    done = {"widget": None, "report": None}
+    outputs = []
 
     def all_finished(m):
         if widget_record(comm_id, lambda r: r["state"] == "finished")(m):
             done["widget"] = m
-        if m["msg_type"] == "clear_output" and m["parent_header"]["msg_id"] == cell:
-            done["cleared"] = m
-        if done["cleared"] and m["msg_type"] == "display_data" and \
+        if m["msg_type"] in ("display_data", "update_display_data", "clear_output"):
+            outputs.append(m)
+        if m["msg_type"] == "update_display_data" and \
                 m["content"]["transient"]["display_id"] == display_id:
-            done["report"] = m                   # after the clear: the cell's one output
+            done["report"] = m                   # in the widget's place: the cell's one output
         return all(done.values())
     messages(kc, all_finished)
+    assert outputs == [done["report"]]          # nothing else was displayed, nothing cleared
     record = done["widget"]["content"]["data"]["state"]["record"]
     assert [d["kind"] for d in record["decisions"]] == ["accept"]
     assert [a["id"] for a in record["history"]] == ["0.0", "1.0"]
     assert record["status"].startswith("finished: iteration budget used")
-    assert done["cleared"]["content"]["wait"] is True            # no flicker: cleared on display
     report = done["report"]
-    assert report["parent_header"]["msg_id"] == cell
+    assert report["parent_header"]["msg_id"] == cell          # routed to the magic's cell
+    assert WIDGET not in report["content"]["data"]
     final = report["content"]["data"][MIME]
     assert final["state"] == "finished"
     assert [a["decision"] for a in final["history"]] == [None, "accept"]

@@ -1,8 +1,8 @@
 """What the view says where a new user meets it (issue 38), on records of real sessions drawn by
 the committed bundle in jsdom (labextension/test/render.mjs): the Correctness tab's trials,
 criterion and missing error map, the Profile tab's one profiled call beside the timed median,
-one numbering of iterations, an evaluated edit shown in the Errors tab, and a report that turns
-live when its run's kernel turns up."""
+one numbering of iterations, an evaluated edit shown in the Errors tab, and the report (the
+record a cell keeps once its run has ended) with its controls off, saying what to use instead."""
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -93,12 +93,13 @@ def test_an_evaluated_edit_is_shown_in_the_errors_tab_once_judged(finished, tmp_
     assert judged["status"].count("mismatch") == 1       # the verdict said once
 
 
-def test_a_report_opened_before_its_kernel_turns_up_turns_live(finished, tmp_path):
-    seen = render(tmp_path, "mime", record_of(finished), [
-        {"snapshot": "saved"}, {"kernel": True}, {"snapshot": "live"}])
-    saved, live = seen["saved"], seen["live"]
-    assert any("saved run — no kernel" in n for n in saved["notes"])
+def test_the_report_is_the_record_with_its_controls_off(finished, tmp_path):
+    """The report (the run's output once it has ended, and what a saved notebook keeps) has no
+    kernel behind it, in this page or another: it says so once and what to use instead."""
+    saved = render(tmp_path, "mime", record_of(finished), [
+        {"fill": "textarea[data-input=code]", "value": WRONG},
+        {"click": "button[data-action=evaluate]"}, {"snapshot": "saved"}])["saved"]
+    said = [n for n in saved["notes"] if "run record — not live" in n]
+    assert len(said) == 1 and "`%kforge eval VAR` judges an edit" in said[0]
     assert saved["buttons"]["evaluate"]["disabled"] and saved["inputs"]["code"]["readOnly"]
-    assert not any("saved run" in n for n in live["notes"])
-    assert not live["buttons"]["evaluate"]["disabled"] and not live["inputs"]["code"]["readOnly"]
-    assert "saved run" not in live["panes"]["code"]
+    assert saved["sent"] == []

@@ -8,6 +8,13 @@ after it lets plotly draw the same chart in its place (zoom, hover) where a view
 a sanitiser drops the script and the PNG stays.
 The text is a few lines, then the candidates tree (parent -> child, indented) where it says more
 than the order of the candidates: a beam or evolve search, a steered one, or one that branched.
+
+The candidates tree has one layout: `tree_layout` works out its rows (order, depth, greyed,
+lineage label) into the record's "tree", and every view draws those rows as they are: the
+notebook view (labextension/src/tree.ts, with buttons and tooltips) and, here, the text and the
+script-free HTML (`tree_text`, `tree_html`: the same words per row, `tree_marks` and
+`tree_timing`). A view that runs no script cannot borrow the TypeScript's drawing, so the words
+of a row are written twice: in TypeScript as tags for the live view, here for the fallbacks.
 """
 from __future__ import annotations
 
@@ -287,10 +294,18 @@ def lineage_labels(record: dict) -> dict[str, str]:
 def tree_layout(record: dict) -> list[dict]:
     """The tree as every view draws it, in the record (run_record's "tree"): one row per
     candidate, depth first, with its depth, whether it is greyed and its lineage's label.
-    view.ts draws these rows as they are: the tree's shape is worked out here only."""
+    tree.ts and tree_lines draw these rows as they are: the tree's shape is worked out here
+    only."""
     labels = lineage_labels(record)
     return [{"id": a["id"], "depth": depth, "greyed": greyed,
              "lineage": labels.get(a.get("lineage"))} for depth, a, greyed in tree_rows(record)]
+
+
+def tree_lines(record: dict) -> list[tuple[dict, dict]]:
+    """The record's tree rows (those tree.ts draws) with their candidates: (row, candidate)."""
+    by_id = {a["id"]: a for a in record.get("history") or []}
+    rows = record["tree"] if "tree" in record else tree_layout(record)   # an older record
+    return [(row, by_id[row["id"]]) for row in rows if row["id"] in by_id]
 
 
 def letters(k: int) -> str:
@@ -313,10 +328,11 @@ def tree_title(record: dict) -> str:
     return "candidates tree" + (f" ({'; '.join(facts)})" if facts else "")
 
 
-def tree_marks(record: dict, a: dict, greyed: bool, labels: dict[str, str]) -> list[str]:
+def tree_marks(record: dict, row: dict, a: dict) -> list[str]:
     """What a tree row says beside the verdict: lineage, parent, best, pinned, pruned, finished."""
     search = record.get("search") or {}
-    marks = [f"[{labels[a['lineage']]}]"] if a.get("lineage") in labels else []
+    greyed = row.get("greyed")
+    marks = [f"[{row['lineage']}]"] if row.get("lineage") else []
     if a.get("parent"):
         marks.append(f"<- {a['parent']}")
     if a["id"] == record.get("best_id"):
@@ -353,17 +369,16 @@ def tree_text(record: dict) -> list[str]:
     """The tree as indented lines: `  1.2 correct 0.21 ms 1.10x [A] <- 0.1`; none for a plain
     greedy climb (one chain, nothing pinned or pruned: the text stays a few lines) or a record
     from before the search."""
-    rows = tree_rows(record)
+    rows = tree_lines(record)
     search = record.get("search")
-    chain = [depth for depth, _, _ in rows] == list(range(len(rows)))
+    chain = [row["depth"] for row, _ in rows] == list(range(len(rows)))
     if not rows or not search or (search.get("strategy") == "greedy" and chain
                                   and not search.get("pinned") and not search.get("pruned")):
         return []
-    labels = lineage_labels(record)
     lines = [tree_title(record) + ":"]
-    for depth, a, greyed in rows[:MAX_TREE_LINES]:
-        marks = " ".join(tree_marks(record, a, greyed, labels))
-        lines.append(f"{'  ' * min(depth, MAX_INDENT)}{a['id']} {a['result']['state']}"
+    for row, a in rows[:MAX_TREE_LINES]:
+        marks = " ".join(tree_marks(record, row, a))
+        lines.append(f"{'  ' * min(row['depth'], MAX_INDENT)}{a['id']} {a['result']['state']}"
                      f"{tree_timing(a)}{'  ' + marks if marks else ''}")
     if len(rows) > MAX_TREE_LINES:
         lines.append(f"… {len(rows) - MAX_TREE_LINES} more candidates (artifacts: "
@@ -373,12 +388,12 @@ def tree_text(record: dict) -> list[str]:
 
 def tree_html(record: dict) -> str:
     """The tree as indented rows (inline styles only); the pruned and their descendants grey."""
-    rows = tree_rows(record)
+    rows = tree_lines(record)
     if not rows:
         return ""
-    labels = lineage_labels(record)
     out = []
-    for depth, a, greyed in rows:
+    for row, a in rows:
+        depth, greyed = row["depth"], row.get("greyed")
         state = a["result"]["state"]
         colour = "#9e9e9e" if greyed else STATE_COLOURS.get(state, "#616161")
         grey = ";color:#9e9e9e" if greyed else ""
@@ -387,7 +402,7 @@ def tree_html(record: dict) -> str:
         out.append(f'<div style="padding-left:{min(depth, MAX_INDENT) * 16}px{grey}">'
                    f'{"└ " if depth else ""}{esc(a["id"])} '
                    f'<span style="color:{colour};font-weight:bold">{esc(state)}</span>'
-                   f'{esc(tree_timing(a))} {esc(" ".join(tree_marks(record, a, greyed, labels)))}'
+                   f'{esc(tree_timing(a))} {esc(" ".join(tree_marks(record, row, a)))}'
                    f'{applied}</div>')
     return (f'<details open style="margin:4px 0"><summary>{esc(tree_title(record))}</summary>'
             f'<div style="font-family:monospace;font-size:12px">{"".join(out)}</div></details>')

@@ -3,10 +3,11 @@ carries it in a notebook cell.
 
     run_record(session)   the one description of a run (JSON-able; data only, never HTML)
     bundle(record)        application/vnd.kforge.run+json, with text/html and text/plain fallbacks
-    ReportView            the bundle in the cell's output, updated in place as the run goes
+    RunDisplay            a run's one output in a cell: the live widget, then the bundle
 
 One front-end view draws the record (labextension/src/view.ts): live in the anywidget of
-widget.py, and from a saved notebook as JupyterLab's renderer of the MIME type. The fallbacks
+widget.py while the run goes, and once it has ended (in the bundle, which a saved notebook
+keeps) as JupyterLab's renderer of the MIME type. The fallbacks
 (fallback.py) are for GitHub, nbviewer, VS Code and untrusted notebooks, where neither runs.
 """
 from __future__ import annotations
@@ -256,20 +257,24 @@ def register_display(ipython) -> None:
         Session, lambda session, include=None, exclude=None: bundle(run_record(session)))
 
 
-class ReportView:
-    """The cell's outputs: the live widget (at a frontend), then the bundle, shown once and
-    updated in place (display_id) as the session goes on. When the session ends, the cell is
-    cleared (deferred: no flicker) and the final bundle shown again under the same display id:
-    the report is then the cell's one output, the same view with the end state, and a saved
-    notebook keeps no widget (reopened without its kernel, a widget reads "model not found")."""
+class RunDisplay:
+    """A run's one output in a notebook cell, shown once and changed in place (display_id).
+
+    At a frontend it is the live widget while the session runs, and when the session ends the
+    kernel replaces it with the final bundle: what the notebook then saves is the record, which
+    JupyterLab's renderer (index.ts), nbviewer and GitHub draw without the kernel; a widget
+    saved in a notebook would read "model not found" when reopened. Without a widget (headless:
+    nbclient, papermill; or no anywidget) it is the bundle from the start, updated as the
+    session goes on, which a headless executor saves. One output at a time: the browser never
+    reconciles two views of one run."""
 
     def __init__(self, session, shell=None):
         self.session, self.shell = session, shell
         self.handle = None
-        self.widget_shown = False
+        self.live = False            # the output is the widget (until the session ends)
+        self.ended = False           # the final bundle is out
         self._parent = None
         self._lock = threading.Lock()
-        session.subscribe(self)
 
     def show(self, widget=None, headless: bool = False) -> None:
         """`headless` (nbclient, papermill): updates go out under whichever cell is running
@@ -279,24 +284,35 @@ class ReportView:
         from IPython.display import display
         pub = getattr(self.shell, "display_pub", None)
         self._parent = None if headless else getattr(pub, "parent_header", None)
-        if widget is not None:
-            display(widget)
-            self.widget_shown = True
-        self.handle = display(bundle(run_record(self.session)), raw=True, display_id=True)
+        with self._lock:
+            self.ended = self.session.finished
+            self.live = widget is not None and not self.ended
+            shown = widget if self.live else bundle(run_record(self.session))
+            self.handle = display(shown, raw=not self.live, display_id=True)
+        self.session.subscribe(self, replay=False)     # what is shown holds the past
+        if self.session.finished:
+            self.end()          # it ended between the display and the subscription
 
     def __call__(self, event: Event) -> None:
-        if self.handle is None or event.kind not in UPDATE_ON:
-            return
+        if event.kind == "finished":
+            self.end()
+        elif not self.live and event.kind in UPDATE_ON:
+            self._update()
+        # while the widget is the output it follows the session itself (widget.py)
+
+    def end(self) -> None:
+        """The session ended: its final bundle is the output (in the widget's place)."""
+        with self._lock:
+            if self.ended:
+                return
+            self.ended, self.live = True, False
+        self._update()
+
+    def _update(self) -> None:
+        """The output becomes the current bundle."""
         with self._lock:
             pub = getattr(self.shell, "display_pub", None)
             if self._parent and threading.current_thread() is not threading.main_thread() \
                     and hasattr(pub, "set_thread_parent"):
                 pub.set_thread_parent(self._parent)   # route the update to the magic's cell
-            shown = bundle(run_record(self.session))
-            if event.kind == "finished" and self.widget_shown:
-                from IPython.display import clear_output
-                clear_output(wait=True)
-                self.handle.display(shown, raw=True)
-                self.widget_shown = False
-            else:
-                self.handle.update(shown, raw=True)
+            self.handle.update(bundle(run_record(self.session)), raw=True)

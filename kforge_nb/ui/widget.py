@@ -11,6 +11,9 @@
 
 A message hands a decision to the Session and returns; "evaluate" judges the editor's code in a
 background thread. Tests send handle_message exactly what the browser sends.
+
+The widget is the cell's output only while the run goes: when it ends, report.RunDisplay puts
+the final bundle in its place (what a saved notebook keeps).
 """
 from __future__ import annotations
 
@@ -49,9 +52,10 @@ class RunWidget(anywidget.AnyWidget):
         session.subscribe(self, replay=False)       # the record above already holds the past
 
     def __repr__(self) -> str:
-        # the widget output's text/plain: what GitHub or a kernel-less notebook shows for it
+        # the widget output's text/plain: what a kernel-less notebook saved mid-run shows for it
         p = self.session.problem.name
-        return f"kforge live view: {p} on {self.session.target.name} (the report below is saved)"
+        return (f"kforge live view: {p} on {self.session.target.name} (its report replaces it "
+                f"at the end)")
 
     # --- session -> browser -------------------------------------------------------------------
     def __call__(self, event: Event) -> None:

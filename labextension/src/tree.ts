@@ -7,8 +7,9 @@
  * Unpin (correct candidates) and Prune / Unprune buttons that steer the search.
  *
  * The tree's shape (roots, order, depth, greyed, lineage labels) comes with the record
- * (`tree`, made by kforge_nb/ui/fallback.py tree_layout, which also draws it for GitHub and
- * nbviewer): this module only draws it. A record saved before `tree` lists its candidates flat.
+ * (`tree`, made by kforge_nb/ui/fallback.py tree_layout, whose text and HTML fallbacks draw the
+ * same rows for GitHub and nbviewer): this module only draws it. A record saved before `tree`
+ * lists its candidates flat.
  *
  * Hooks: [data-role=tree] > ul.kforge-tree > li[data-role=tree-node][data-id][data-state]
  * [data-pinned][data-pruned][data-greyed][data-finished][data-best], its row

@@ -1,13 +1,14 @@
 /**
- * The one view of a kforge run record, live (anywidget, widget.ts) and saved (JupyterLab MIME
- * renderer, index.ts). Framework-free DOM, text only (see dom.ts).
+ * The one view of a kforge run record, live while the run goes (anywidget, widget.ts) and, once
+ * it has ended, the record the cell keeps (JupyterLab MIME renderer, index.ts). Framework-free
+ * DOM, text only (see dom.ts).
  *
  *   header       problem, target, device, provider; "iteration i/N" and Stop while running (and
  *                that Kernel > Interrupt stops it too), the end state and why once finished
  *   notes        timings that are not performance figures, the busy banner (a timing taken on a
- *                busy machine), notices, "saved run — no kernel" (a report with no kernel behind
- *                it: opened from disk; a live run's own report stays live, and one reloaded
- *                while its kernel lives turns live when the kernel's model arrives, live.ts)
+ *                busy machine), notices, "run record — not live" (the report: no kernel
+ *                behind it, whether the run just ended here or the notebook was opened from
+ *                disk)
  *   status       what the session does now, and the kernel's reply to the last action
  *   candidates   one chip per candidate (unique ids), with its speedup and 95 % interval
  *                ("1.42x ±6%"), its head-to-head with the best of its time ("faster than 0.0
@@ -60,8 +61,7 @@ export type Renderer = 'widget' | 'mime';
 
 export interface Host {
   renderer: Renderer;
-  /** Hands an action to the kernel; absent where there is none (a saved notebook), until the
-   * run's model turns up (`connect`: a page reloaded while the kernel lives). */
+  /** Hands an action to the kernel (the widget's model.send); absent in the report. */
   send?: (action: Action) => void;
 }
 
@@ -77,7 +77,7 @@ const TITLES: Record<Tab, string> = {
 };
 const DECISIONS = ['accept', 'edit', 'redirect', 'skip', 'stop'] as const;
 type Decision = (typeof DECISIONS)[number];
-const SAVED = 'saved run — no kernel';
+const NOT_LIVE = 'run record — not live';
 const INTERRUPT = 'Stop, or Kernel > Interrupt, stops the run after its current step';
 
 function textBox(input: string, placeholder: string, rows: number): HTMLTextAreaElement {
@@ -115,7 +115,6 @@ export class RunView {
   private editFor = ''; // the recommendation the Edit box was filled from
   private readonly redirectText = textBox('redirect', 'your own instruction: Redirect sends this', 3);
   private readonly controls: HTMLElement;
-  private readonly savedLabels = [el('span', { class: 'kforge-muted' }, SAVED), el('span', { class: 'kforge-muted' }, SAVED)];
   private readonly interruptHint = el('span', { class: 'kforge-muted', 'data-role': 'stop-hint' }, INTERRUPT);
   private editsBefore: Set<string> | null = null; // ids when "Evaluate my edit" was pressed
   private scrollErrors = false; // the Errors pane's marked line is brought into view when shown
@@ -139,7 +138,7 @@ export class RunView {
         { class: 'kforge-editor' },
         el('h4', undefined, 'your edit'),
         this.editor,
-        el('div', { class: 'kforge-row' }, this.evaluateButton, this.savedLabels[0])
+        el('div', { class: 'kforge-row' }, this.evaluateButton, this.notLive())
       )
     );
     const kinds: Record<Decision, string> = { accept: 'success', edit: 'info', redirect: 'warning', skip: 'plain', stop: 'danger' };
@@ -150,7 +149,7 @@ export class RunView {
     this.controls = el(
       'div',
       { class: 'kforge-controls' },
-      el('div', { class: 'kforge-row' }, ...DECISIONS.map(k => this.buttons[k]), this.savedLabels[1]),
+      el('div', { class: 'kforge-row' }, ...DECISIONS.map(k => this.buttons[k]), this.notLive()),
       el('label', undefined, el('b', undefined, 'Edit'), ': change the recommendation, then press Edit', this.editText),
       el('label', undefined, el('b', undefined, 'Redirect'), ': ask for something else, then press Redirect', this.redirectText)
     );
@@ -166,18 +165,14 @@ export class RunView {
     parent.appendChild(this.root);
   }
 
-  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
-   * this page (live.ts); never a report opened from disk. */
+  /** Whether a kernel is behind this view: the widget; never the report. */
   get live(): boolean {
     return this.host.send !== undefined;
   }
 
-  /** The run's kernel turned up (its widget model, after a page reload): buttons and editor
-   * on, "saved run" gone. */
-  connect(send: (action: Action) => void): void {
-    this.host.send = send;
-    this.drawn.clear();
-    this.render();
+  /** Beside the editor's and the decisions' buttons in the report: why they are off. */
+  private notLive(): HTMLElement | null {
+    return this.live ? null : el('span', { class: 'kforge-muted' }, NOT_LIVE);
   }
 
   /** "Evaluate my edit": the candidate it becomes is shown in the tabs once it arrives. */
@@ -331,11 +326,6 @@ export class RunView {
     }
     this.evaluateButton.disabled = !this.live;
     this.editor.readOnly = this.editText.readOnly = this.redirectText.readOnly = !this.live;
-    if (this.live) {
-      for (const label of this.savedLabels) {
-        label.remove(); // the run's kernel is here (it never goes back to a saved run)
-      }
-    }
     if (running) {
       this.panes.recommendation.appendChild(this.controls);
       for (const kind of DECISIONS) {
@@ -413,7 +403,7 @@ export class RunView {
     if (running) {
       this.header.append(this.stopButton, ...(this.live ? [this.interruptHint] : []));
       this.stopButton.disabled = !this.live;
-      this.stopButton.title = this.live ? INTERRUPT : SAVED;
+      this.stopButton.title = this.live ? INTERRUPT : NOT_LIVE;
     } else {
       this.stopButton.remove();
       this.interruptHint.remove();
@@ -433,8 +423,8 @@ export class RunView {
         ? el(
             'div',
             { class: 'kforge-notice', 'data-role': 'saved-note' },
-            `${SAVED}: the buttons and the editor are off (with the run's kernel, ` +
-              '`%kforge eval VAR` judges an edit and `%kforge last` shows the run again)'
+            `${NOT_LIVE}: the record the notebook keeps; the buttons and the editor are off (with ` +
+              "the run's kernel, `%kforge eval VAR` judges an edit and `%kforge last` shows the run again)"
           )
         : null
     ];

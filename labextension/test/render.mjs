@@ -5,9 +5,8 @@
 //
 // SCENARIO: {"renderer": "widget" | "mime", "record": {...}, "steps": [STEP, ...]}; a STEP is
 // {"click": SELECTOR} | {"fill": SELECTOR, "value": TEXT} | {"record": {...}} (the kernel
-// syncs a new record) | {"message": TEXT} | {"kernel": true} (the widget manager makes the run's
-// model in this page, as after a reload with the kernel alive: anywidget's initialize) | {"report": {...}} (the run ended: the kernel clears
-// the widget and shows the report, drawn as index.ts draws it) | {"snapshot": NAME}. A snapshot's "tree" lists the
+// syncs a new record) | {"message": TEXT} | {"report": {...}} (the run ended: the kernel puts
+// the report in the widget's place, drawn as index.ts draws it) | {"snapshot": NAME}. A snapshot's "tree" lists the
 // candidates tree's nodes (the node each is nested in, flags, tags, row text, Pin / Prune buttons). "widget" renders through the
 // anywidget entry (default export, with a model that records model.send); "mime" through
 // RunView as JupyterLab's renderer does (index.ts). Needs jsdom (`npm ci` in labextension/).
@@ -44,10 +43,17 @@ function set(name, value) {
 
 const host = document.createElement('div');
 document.body.appendChild(host);
+// the report as index.ts's renderer draws it: the record, no kernel behind it
+function report(record) {
+  const shown = new view.RunView(host, { renderer: 'mime' });
+  shown.update(record);
+  return shown;
+}
+
 let mime = null;
 let cleanup = null;
 if (scenario.renderer === 'mime') {
-  mime = view.reportView(host, scenario.record); // opened from disk: no live model of its run
+  mime = report(scenario.record);
 } else {
   cleanup = view.default.render({ model, el: host });
 }
@@ -114,17 +120,15 @@ for (const step of scenario.steps || [{ snapshot: 'end' }]) {
   } else if (step.fill) {
     document.querySelector(step.fill).value = step.value;
   } else if (step.report) {
-    cleanup?.(); // the kernel's clear_output: the widget's view goes, its model stays
+    cleanup?.(); // the kernel's update_display_data: the widget's view goes
     cleanup = null;
-    mime = view.reportView(host, step.report);
+    mime = report(step.report);
   } else if (step.record) {
     if (mime && scenario.renderer === 'mime') {
       mime.update(step.record);
     } else {
       set('record', step.record);
     }
-  } else if (step.kernel) {
-    view.default.initialize({ model }); // the run's model made in this page (a reload, kernel alive)
   } else if (step.message !== undefined) {
     set('message', step.message);
   } else if (step.snapshot) {

@@ -2,8 +2,9 @@
 
 One pass through what a person does: open a notebook, run all cells, watch the live dashboard
 (anywidget) of a review-mode run of the offline builtin agent, press every decision button,
-look at every tab; then save, shut the kernel down, reload the page, and find the saved report
-drawn by kforge's labextension from the notebook file alone.
+look at every tab; when the run ends its report takes the widget's place (one view per run);
+then save, shut the kernel down, reload the page, and find the saved report drawn by kforge's
+labextension from the notebook file alone.
 
 The dashboard's DOM contract (what the selectors below rely on):
     div.kforge-run[data-renderer=widget|mime][data-state=running|finished]   the root
@@ -356,14 +357,13 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
     # Stop while the fifth recommendation waits: the run ends.
     stop = board.root.locator("button[data-action=stop]").first
     board.show(stop).click()
-    kforge_cell.locator("div.kforge-run[data-state=finished]").first.wait_for(timeout=STEP_MS)
-    lab_page.shot("finished", focus=root)
-    # the run's own report, once the kernel has cleared the widget: still live (issue 30)
+    # the run's report in the widget's place (issue 39: one view per run), the record it keeps
     report = kforge_cell.locator("div.kforge-run[data-renderer=mime][data-state=finished]").first
     report.wait_for(timeout=STEP_MS)
-    assert "saved run" not in report.inner_text(), "a live run that just finished says 'saved run'"
-    assert report.locator("button[data-action=evaluate]").first.is_enabled(), \
-        "Evaluate my edit is off in the report of a run that just finished live"
+    lab_page.shot("finished", focus=report)
+    assert kforge_cell.locator("div.kforge-run").count() == 1, "the widget is still drawn"
+    assert "run record — not live" in report.inner_text()
+    assert not report.locator("button[data-action=evaluate]").first.is_enabled()
 
     for name in TABS:
         board.tab(name)
@@ -406,8 +406,8 @@ def test_review_run_in_jupyterlab_then_saved_report_after_reload(jupyter_lab, la
     problems = []
     if saved.get_attribute("data-state") != "finished":
         problems.append(f"the saved report's data-state is {saved.get_attribute('data-state')!r}")
-    if "saved run — no kernel" not in saved.inner_text():
-        problems.append("the report opened from disk does not say 'saved run — no kernel'")
+    if "run record — not live" not in saved.inner_text():
+        problems.append("the report opened from disk does not say 'run record — not live'")
     if cells.nth(1).locator("div.kforge-run[data-renderer=widget]").count():
         problems.append("a live widget view is drawn after the reload")
     saved_ids = saved.locator("[data-role=candidate]").evaluate_all(

@@ -7,9 +7,9 @@ sentence, once, no view), the Profile tab (one profiled call, labelled, beside t
 its timeline drawn by plotly) and the Correctness tab (the trials asked for and the one at
 another batch size, the criterion and its margin, the one reason there is no error map); an
 edit that does not compile, evaluated from the editor, is shown in the Errors tab at its line;
-then it uses Kernel > Interrupt while no cell runs, and the run stops. Last, the page is
-reloaded with the kernel alive: the run's report knows its kernel (no "saved run — no kernel",
-the editor on).
+then it uses Kernel > Interrupt while no cell runs, and the run stops: its report takes the
+widget's place. Last, the page is reloaded with the kernel alive: the report is drawn from the
+notebook, as the record with its controls off, and no widget error shows.
 
 Every wait is on a state of the page or the kernel, with generous limits; nothing depends on
 how fast this machine is. Screenshots of each step: kforge-runs/browser/.
@@ -69,7 +69,7 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     assert text.count("--target metal cannot run here") == 1, text
     assert "MPS is not available on this host" in text and "Use --target cpp" in text, text
     assert cells.nth(1).locator("div.kforge-run").count() == 0, "a refused run drew a view"
-    assert "saved run" not in text and "Traceback" not in text
+    assert "run record" not in text and "Traceback" not in text
 
     # --- a review-mode run waits at its first recommendation -----------------------------------
     cell = cells.nth(2)
@@ -135,12 +135,13 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     # --- Kernel > Interrupt while no cell runs stops the run ------------------------------------
     kernel_idle(page)
     menu(page, "Kernel", "Interrupt Kernel")
-    cell.locator("div.kforge-run[data-state=finished]").first.wait_for(timeout=STEP_MS)
+    cell.locator("div.kforge-run[data-renderer=mime][data-state=finished]").first.wait_for(
+        timeout=STEP_MS)
     finished = cell.locator("div.kforge-run").first
     lab_page.shot("interrupted", focus=finished)
     assert "finished: stopped by the user" in finished.locator("[data-role=header]").inner_text()
 
-    # --- saved, reloaded with the kernel alive: the report knows its kernel --------------------
+    # --- saved, reloaded with the kernel alive: the record, and no widget error ----------------
     path = jupyter_lab.root / NOTEBOOK
     save_notebook(page, cells, path, KERNEL_MS)
     page.reload(timeout=PAGE_MS)
@@ -149,11 +150,10 @@ def test_a_new_user_meets_refusal_profile_correctness_and_interrupt(jupyter_lab,
     report.wait_for(state="visible", timeout=PAGE_MS)
     kernel_idle(page)
     widgets_settled(page)
-    page.wait_for_function("e => !e.innerText.includes('saved run — no kernel')",
-                           arg=report.element_handle(), timeout=KERNEL_MS, polling=250)
-    lab_page.shot("reloaded-live", focus=report)
-    assert report.locator("button[data-action=evaluate]").first.is_enabled()
-    assert not report.locator("textarea[data-input=code]").first.evaluate("e => e.readOnly")
+    lab_page.shot("reloaded", focus=report)
+    assert "run record — not live" in report.inner_text()
+    assert cells.nth(2).locator("div.kforge-run").count() == 1
+    assert "Error displaying widget" not in cells.nth(2).inner_text()
     assert not console_errors(lab_page), console_errors(lab_page)
 
 

@@ -35817,7 +35817,7 @@ var TITLES = {
   recommendation: "Recommendation"
 };
 var DECISIONS = ["accept", "edit", "redirect", "skip", "stop"];
-var SAVED = "saved run \u2014 no kernel";
+var NOT_LIVE = "run record \u2014 not live";
 var INTERRUPT = "Stop, or Kernel > Interrupt, stops the run after its current step";
 function textBox(input, placeholder, rows) {
   return el("textarea", { "data-input": input, placeholder, rows, spellcheck: "false", class: "kforge-input" });
@@ -35858,7 +35858,6 @@ var RunView = class {
     this.editFor = "";
     // the recommendation the Edit box was filled from
     this.redirectText = textBox("redirect", "your own instruction: Redirect sends this", 3);
-    this.savedLabels = [el("span", { class: "kforge-muted" }, SAVED), el("span", { class: "kforge-muted" }, SAVED)];
     this.interruptHint = el("span", { class: "kforge-muted", "data-role": "stop-hint" }, INTERRUPT);
     this.editsBefore = null;
     // ids when "Evaluate my edit" was pressed
@@ -35881,7 +35880,7 @@ var RunView = class {
         { class: "kforge-editor" },
         el("h4", void 0, "your edit"),
         this.editor,
-        el("div", { class: "kforge-row" }, this.evaluateButton, this.savedLabels[0])
+        el("div", { class: "kforge-row" }, this.evaluateButton, this.notLive())
       )
     );
     const kinds = { accept: "success", edit: "info", redirect: "warning", skip: "plain", stop: "danger" };
@@ -35892,7 +35891,7 @@ var RunView = class {
     this.controls = el(
       "div",
       { class: "kforge-controls" },
-      el("div", { class: "kforge-row" }, ...DECISIONS.map((k) => this.buttons[k]), this.savedLabels[1]),
+      el("div", { class: "kforge-row" }, ...DECISIONS.map((k) => this.buttons[k]), this.notLive()),
       el("label", void 0, el("b", void 0, "Edit"), ": change the recommendation, then press Edit", this.editText),
       el("label", void 0, el("b", void 0, "Redirect"), ": ask for something else, then press Redirect", this.redirectText)
     );
@@ -35907,17 +35906,13 @@ var RunView = class {
     );
     parent.appendChild(this.root);
   }
-  /** Whether a kernel is behind this view: the widget, or the report of a run that ran live in
-   * this page (live.ts); never a report opened from disk. */
+  /** Whether a kernel is behind this view: the widget; never the report. */
   get live() {
     return this.host.send !== void 0;
   }
-  /** The run's kernel turned up (its widget model, after a page reload): buttons and editor
-   * on, "saved run" gone. */
-  connect(send) {
-    this.host.send = send;
-    this.drawn.clear();
-    this.render();
+  /** Beside the editor's and the decisions' buttons in the report: why they are off. */
+  notLive() {
+    return this.live ? null : el("span", { class: "kforge-muted" }, NOT_LIVE);
   }
   /** "Evaluate my edit": the candidate it becomes is shown in the tabs once it arrives. */
   evaluate() {
@@ -36060,11 +36055,6 @@ var RunView = class {
     }
     this.evaluateButton.disabled = !this.live;
     this.editor.readOnly = this.editText.readOnly = this.redirectText.readOnly = !this.live;
-    if (this.live) {
-      for (const label of this.savedLabels) {
-        label.remove();
-      }
-    }
     if (running) {
       this.panes.recommendation.appendChild(this.controls);
       for (const kind of DECISIONS) {
@@ -36133,7 +36123,7 @@ var RunView = class {
     if (running) {
       this.header.append(this.stopButton, ...this.live ? [this.interruptHint] : []);
       this.stopButton.disabled = !this.live;
-      this.stopButton.title = this.live ? INTERRUPT : SAVED;
+      this.stopButton.title = this.live ? INTERRUPT : NOT_LIVE;
     } else {
       this.stopButton.remove();
       this.interruptHint.remove();
@@ -36149,7 +36139,7 @@ var RunView = class {
       !this.live ? el(
         "div",
         { class: "kforge-notice", "data-role": "saved-note" },
-        `${SAVED}: the buttons and the editor are off (with the run's kernel, \`%kforge eval VAR\` judges an edit and \`%kforge last\` shows the run again)`
+        `${NOT_LIVE}: the record the notebook keeps; the buttons and the editor are off (with the run's kernel, \`%kforge eval VAR\` judges an edit and \`%kforge last\` shows the run again)`
       ) : null
     ];
   }
@@ -36470,77 +36460,9 @@ function profiledVersusTimed(lane, kernelUs, timedMs, rounds) {
   return `${lane}: ${kernels}; timed median ${num(timedMs)} ms${rounds ? ` over ${rounds} rounds` : ""}${relation}`;
 }
 
-// src/live.ts
-var KEY = "__kforge_live_runs_v2__";
-function registry() {
-  const g = globalThis;
-  const found = g[KEY] || { models: /* @__PURE__ */ new Map(), waiting: /* @__PURE__ */ new Map() };
-  g[KEY] = found;
-  return found;
-}
-function remember(model) {
-  const record = model.get("record");
-  if (record && record.run_id) {
-    const { models, waiting } = registry();
-    models.set(record.run_id, model);
-    for (const connect of waiting.get(record.run_id) || []) {
-      connect(model);
-    }
-    waiting.delete(record.run_id);
-  }
-}
-function reportView(parent, record) {
-  const { models, waiting } = registry();
-  const view = new RunView(parent, { renderer: "mime" });
-  let model;
-  let shown = record;
-  const draw = () => {
-    const newer = model ? model.get("record") : void 0;
-    const current = newer && newer.state === "finished" ? newer : shown;
-    view.update(current, model ? model.get("message") || "" : "");
-  };
-  const connect = (live) => {
-    model = live;
-    view.connect((action) => live.send(action));
-    live.on("change:record", draw);
-    live.on("change:message", draw);
-    draw();
-  };
-  const known = record.run_id ? models.get(record.run_id) : void 0;
-  if (known) {
-    connect(known);
-  } else {
-    draw();
-    if (record.run_id) {
-      const list = waiting.get(record.run_id) || /* @__PURE__ */ new Set();
-      list.add(connect);
-      waiting.set(record.run_id, list);
-    }
-  }
-  return {
-    view,
-    update(next) {
-      shown = next;
-      draw();
-    },
-    dispose() {
-      waiting.get(record.run_id)?.delete(connect);
-      model?.off("change:record", draw);
-      model?.off("change:message", draw);
-      view.root.remove();
-    }
-  };
-}
-
 // src/widget.ts
 var widget_default = {
-  /** The model is made: remembered by run id even where no view of it is drawn (a page
-   * reloaded while its kernel lives), so the run's report turns live (live.ts). */
-  initialize({ model }) {
-    remember(model);
-  },
   render({ model, el: el2 }) {
-    remember(model);
     const view = new RunView(el2, { renderer: "widget", send: (action) => model.send(action) });
     const draw = () => view.update(model.get("record"), model.get("message") || "");
     draw();
@@ -36555,8 +36477,7 @@ var widget_default = {
 };
 export {
   RunView,
-  widget_default as default,
-  reportView
+  widget_default as default
 };
 /*! Bundled license information:
 
