@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kforge_nb.evaluator import EvalOptions, profile_note, stats
-from kforge_nb.evaluator.timing import TimedRounds
+from kforge_nb.evaluator import profile_note, EvalOptions
+from kforge_nb.evaluator.parent import stats
+from kforge_nb.evaluator.parent.timing import TimedRounds
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.targets import get_target
 
@@ -204,7 +205,7 @@ def test_the_rival_is_a_side_of_every_round_and_decides_head_to_head(tmp_path):
 
 
 def test_a_rival_that_fails_voids_the_head_to_head_and_not_the_verdict(tmp_path):
-    from kforge_nb.evaluator.rival import RivalFailed
+    from kforge_nb.evaluator.parent.rival import RivalFailed
 
     class Failing(Scripted):
         def ask_side(self, side, calls, keep=(), hold=True):

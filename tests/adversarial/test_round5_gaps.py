@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from kforge_nb.evaluator import Evaluation, evaluate
-from kforge_nb.evaluator.jobs import reference_job
-from kforge_nb.evaluator.verdicts import CONTROL, QUOTE
+from kforge_nb.evaluator.parent.jobs import reference_job
+from kforge_nb.evaluator.parent.verdicts import CONTROL, QUOTE
 from kforge_nb.executors.remote import packed
 from kforge_nb.guardrails import Guardrails
 from kforge_nb.problem import ProblemError
@@ -172,7 +172,7 @@ def within(seconds: float, function, *args):
 @pytest.mark.parametrize("plant", ["fifo", "link"])
 def test_a_plant_in_the_lock_s_place_is_replaced_not_waited_on_or_followed(plant, tmp_path,
                                                                            monkeypatch):
-    from kforge_nb.evaluator import device_lock
+    from kforge_nb.evaluator.parent import device_lock
     monkeypatch.setenv("KFORGE_CACHE", str(tmp_path / "cache"))
     lock = tmp_path / "cache" / "locks" / "cpu.lock"
     lock.parent.mkdir(parents=True)

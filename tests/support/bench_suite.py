@@ -52,7 +52,7 @@ class ModelNew(nn.Module):
 
 def waiting_flag() -> Path:
     """The file the waiting candidate's sandbox sees as $KFORGE_CACHE/go (none yet)."""
-    from kforge_nb.evaluator.sandbox import source_cache
+    from kforge_nb.evaluator.sandbox.layout import source_cache
     flag = source_cache(Path(), WAITS) / "go"
     flag.parent.mkdir(parents=True, exist_ok=True)
     flag.unlink(missing_ok=True)

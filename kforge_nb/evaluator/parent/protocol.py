@@ -39,14 +39,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from .. import artifacts, measures
-from ..baselines import long_name
-from ..problem import NULL_BYTE, Problem, decode_source, null_byte_line
-from ..pyparse import parse_ast
-from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
-                      Result)
-from ..targets import Target, get_target
-from . import messages, sandbox
+from ... import artifacts, measures
+from ...baselines import long_name
+from ...problem import NULL_BYTE, Problem, decode_source, null_byte_line
+from ...pyparse import parse_ast
+from ...result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
+                       Result)
+from ...targets import Target, get_target
+from ..sandbox import layout
+from ..wire import messages
 from .device_lock import cpu_work, timing_lock
 from .jobs import candidate_job, reference_job
 from .options import EvalOptions
@@ -158,7 +159,7 @@ class Evaluation:
         self.device = target.device()
         self.exchange = folder / "exchange"
         self.exchange.mkdir(mode=0o700, exist_ok=True)
-        self.in_memory = sandbox.make_memory_exchange(folder)    # where outputs fit in memory
+        self.in_memory = layout.make_memory_exchange(folder)    # where outputs fit in memory
         self.talk = WorkerTalk(problem, options)
         self.timer: TimedRounds | None = None     # once the candidate is correct and timed
         self.summary: dict = {}      # the judge's of the problem: sizes, FLOPs, dtypes
@@ -408,7 +409,7 @@ class Evaluation:
         """What every verdict carries: where the candidate ran, and the memory it took."""
         result.sandbox = self.talk.sandbox or {"enabled": self.options.sandbox}
         if not self.options.sandbox:
-            result.message += " | " + sandbox.one_line(result.sandbox)
+            result.message += " | " + layout.one_line(result.sandbox)
         gib = lambda n: round(n / 2**30, 3)  # noqa: E731
         judge, candidate = self.talk.judge, self.talk.candidate
         result.resources = {"reference_peak_gib": gib(judge.peak_rss),

@@ -11,11 +11,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..baselines import long_name
-from ..problem import Problem
-from ..result import MISMATCH, REJECTED, Result
-from ..targets import Target
-from . import clocks, figures, messages, nsight, stats, transfer
+from ...baselines import long_name
+from ...problem import Problem
+from ...result import MISMATCH, REJECTED, Result
+from ...targets import Target
+from . import clocks, figures, stats
+from ..wire import messages, transfer
+from ..worker import nsight
 from .figures import profile_note
 from .options import EvalOptions
 from .process import WorkerFailure, descendants

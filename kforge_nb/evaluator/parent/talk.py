@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import time
 
-from ..problem import Problem, ProblemError
-from ..result import RUNTIME_ERROR, Result
-from . import messages, replies
+from ...problem import Problem, ProblemError
+from ...result import RUNTIME_ERROR, Result
+from . import replies
+from ..wire import messages
 from .options import EvalOptions
 from .process import Worker, WorkerFailure
 from .verdicts import CandidateFailed, end_of_log, judge_stopped, problem_message
-from .wire import ProtocolError
+from ..wire.framing import ProtocolError
 
 
 def checked_reply(worker: Worker, command: tuple, reply: dict) -> dict:

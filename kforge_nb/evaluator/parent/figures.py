@@ -10,11 +10,12 @@ import os
 import statistics
 import time
 
-from .. import artifacts, devices
-from ..intervals import own_ms
-from ..result import Result, Timing
-from ..runtime.native import cache_dir
-from . import safe_open, stats
+from ... import artifacts, devices
+from ...intervals import own_ms
+from ...result import Result, Timing
+from ...runtime.native import cache_dir
+from . import stats
+from ..sandbox import safe_open
 from .options import EvalOptions
 
 CACHE_ENTRY_BYTES = 4096   # a cached baseline's JSON: three numbers
