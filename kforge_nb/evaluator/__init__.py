@@ -1,6 +1,16 @@
 """Judge a model-written kernel against its PyTorch reference: (problem, candidate, target)
 -> Result.
 
+Follow one verdict (a correct candidate, timed) in five files:
+  parent/protocol.py   evaluate(), then Evaluation.run: the workers started, the trials one by
+                       one (the judge's reference against the candidate's output), `correct`
+  parent/timing.py     the timed rounds of that correct candidate (TimedRounds.time_and_profile)
+  parent/figures.py    the rounds' numbers into result.timing: speedups, intervals, roofline
+  worker/judge.py      what the judge does for each command: Judge.prepare, Judge.check, ...
+  worker/candidate.py  what the candidate's worker does: Candidate.trial, Candidate.time, ...
+A command the parent sends (`talk.ask_candidate("trial", ...)`) is served by the worker's method
+of the same name; wire/messages.py lists each with its arguments and its reply's shape.
+
 The package, by role (the protocol itself, top to bottom, is parent/protocol.py's docstring):
 
 parent/   the parent process: decides every verdict

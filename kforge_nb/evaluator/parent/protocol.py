@@ -149,7 +149,9 @@ class Evaluation:
     """One candidate against one problem: the parent's side of both workers' protocol. It
     holds `talk` (talk.py: the two workers, the commands sent and the replies checked) and,
     for a correct candidate, `timer` (timing.py: the timed rounds; figures.py: their
-    numbers); the trials and the verdict are here."""
+    numbers); the trials and the verdict are here. Each `talk.ask_judge("check", ...)` is
+    served by Judge.check (worker/judge.py), each `talk.ask_candidate("trial", ...)` by
+    Candidate.trial (worker/candidate.py): a command is the worker's method of that name."""
 
     def __init__(self, problem: Problem, candidate: str, target: Target, options: EvalOptions,
                  folder: Path, progress: Callable[[str], None] | None = None):
