@@ -32,7 +32,7 @@ def get_init_inputs():
 
 # a candidate that waits for a file before it answers: a worker can be killed while it judges.
 # The sandbox shows it no folder of the test's: the flag lies in the one cache folder it sees,
-# its own (one per candidate text, see evaluator/sandbox.source_cache)
+# its own (one per candidate text, see evaluator/sandbox/layout.py source_cache)
 WAITS = '''"""ReLU in torch (run with --allow '*') that waits for a flag file in its own cache
 before its first answer."""
 import os
