@@ -39,7 +39,7 @@ os.environ["TRITON_CACHE_DIR"] = str(SCRATCH / "triton")
 import torch  # noqa: E402
 
 from kforge_nb.evaluator import EvalOptions, evaluate  # noqa: E402
-from kforge_nb.evaluator.process import zygote  # noqa: E402
+from kforge_nb.evaluator.parent.process import zygote  # noqa: E402
 from kforge_nb.problem import Problem  # noqa: E402
 from kforge_nb.targets import get_target  # noqa: E402
 from kforge_nb.targets.base import HERE as TARGETS_DIR  # noqa: E402

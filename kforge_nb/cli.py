@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_eval(args) -> int:
     from .evaluator import evaluate
-    from .evaluator.verdicts import quoted
+    from .evaluator.parent.verdicts import quoted
     from .problem import Problem
     from .session.config import eval_options
     from .targets import get_target

@@ -4,7 +4,8 @@ Two kinds of ceiling, never confused:
 - *guaranteed* peaks (`guaranteed_peaks`): what the hardware cannot exceed whatever the load,
   from the ISA and the clock (CPU: cores x max clock x vector lanes x FMA units x 2; the L1's
   accesses a cycle for bytes) or the datasheet (GPU). Only these may refuse a time
-  (evaluator/physics.py, rule `faster-than-hardware`), and only on bytes an answer must write.
+  (evaluator/parent/physics.py, rule `faster-than-hardware`), and only on bytes an answer must
+  write.
 - *measured* ceilings (`peaks`): GPU figures measured on the machines this project is tested on
   (a large device-to-device copy counting bytes read + written; a large GEMM); the CPU's
   bandwidths measured once per machine by a short probe and cached. They draw the roofline and
@@ -239,7 +240,7 @@ def cpu_peaks() -> dict:
     rests on them (the roofline's compute ceiling is the larger of this GEMM and the ISA's
     guaranteed peak)."""
     from .runtime.native import cache_dir
-    from .evaluator import clocks
+    from .evaluator.parent import clocks
     path = cache_dir() / "cpu_peaks.v3.json"
     cached, age_s = cached_peaks(path)
     # a probe that shared the CPU reads low: probed again (at most every 10 minutes) until
@@ -283,7 +284,7 @@ def cached_peaks(path: Path) -> tuple[dict, float]:
     use. Read through safe_open: a candidate run with --no-sandbox can reach the shared
     cache, and a FIFO there would block every later evaluation's read, a link would be
     followed; what is there is checked to be the probe's shape (a number for each figure)."""
-    from .evaluator import safe_open
+    from .evaluator.sandbox import safe_open
     try:
         fd = safe_open.open_regular(path)
     except OSError:
@@ -352,7 +353,7 @@ def roofline(flops: int | None, min_bytes: int | None, dtype: str, device: str,
              measured_ms: float | None, precision: str = DEFAULT_PRECISION) -> Roofline:
     """Speed-of-light time = max(FLOPs / peak rate, bytes / peak bandwidth). A display, never a
     verdict: the reference's FLOPs and bytes are not the least any algorithm needs, and the
-    measured ceilings may be low (evaluator/physics.py decides `faster-than-hardware`)."""
+    measured ceilings may be low (evaluator/parent/physics.py decides `faster-than-hardware`)."""
     name, bandwidth, rates = peaks(device, min_bytes)
     rate_key = {"tf32": "tf32", "bf16": "bfloat16", "fp16": "float16"}.get(precision, dtype)
     rate = rates.get(rate_key) or rates.get(dtype)

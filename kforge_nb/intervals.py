@@ -182,7 +182,7 @@ def shown_speedup(timing, baseline: str = "eager", digits: int = 2, mark_noise: 
                   compact: bool = False) -> str:
     """A speedup as a view shows it: "1.42x ±6%" (timing_speedup), but on a busy CPU with its
     interval written out, "5.00x (95 % interval 2-20x)": there the interval spans the block
-    medians' and the low calls' (evaluator/figures.py busy_figures), wide and lopsided."""
+    medians' and the low calls' (evaluator/parent/figures.py busy_figures), wide and lopsided."""
     if not field(timing, "busy"):
         return timing_speedup(timing, baseline, digits, mark_noise)
     return spread_text(field(timing, f"speedup_vs_{baseline}"),

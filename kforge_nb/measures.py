@@ -2,7 +2,7 @@
 
 A hook file defines `measure(model, inputs) -> dict[str, float]`. Here it is only read (its
 text checked for a `measure`), never executed: the judge runs it on the reference model and the
-candidate worker, in its sandbox, on the candidate's (evaluator/worker_common.py `run_hook`),
+candidate worker, in its sandbox, on the candidate's (evaluator/worker/common.py `run_hook`),
 each on inputs drawn from the same seed. The two replies become `Result.measures` (`combine`).
 
 The objective names one of the hook's keys and a direction (max by default): the session ranks

@@ -25,7 +25,7 @@ AGENT = frozenset({RUN, BENCH, MODEL, MAGIC})   # the agent loop and its budget 
 WHOLE_MODEL = frozenset({MODEL, MAGIC})     # `kforge model` and `%%kforge --whole-model`
 SESSION = frozenset({RUN, MAGIC})           # one problem's session, its recordings and resume
 
-# the evaluator's precision policies (evaluator/correctness.py POLICIES, kept equal by
+# the evaluator's precision policies (evaluator/worker/correctness.py POLICIES, kept equal by
 # tests/test_options.py), named here so that parsing a command line needs no torch
 PRECISIONS = ("strict", "tf32", "bf16", "fp16")
 DEFAULT_PRECISION = "strict"              # full fp32, the reference's own precision

@@ -64,8 +64,8 @@ class Timing:
     rounds: int = 0                    # alternating blocks per side
     input_sets: int = 0                # distinct input sets the timed calls rotated over
     # under --precision tf32/bf16/fp16 (None under strict): the reference as a user would run it
-    # under that policy, e.g. "bf16 (autocast)" (evaluator/policy.py). Its eager time is a third
-    # side of the same interleaved rounds (a median of paired ratios); torch.compile a cached
+    # under that policy, e.g. "bf16 (autocast)" (evaluator/worker/policy.py). Its eager time is a
+    # third side of the same interleaved rounds (a median of paired ratios); torch.compile a cached
     # display. The fields above stay the fp32 figures; the trials always compare against fp32.
     policy: str | None = None
     eager_policy_ms: float | None = None
@@ -129,7 +129,7 @@ class Result:
     artifacts: str | None = None                       # folder holding this evaluation's files
     elapsed_s: float | None = None
     # where the candidate ran: {"enabled", "env", "network", "filesystem", "processes"}, each
-    # saying what this host allowed (see evaluator/sandbox.py)
+    # saying what this host allowed (see evaluator/sandbox/layout.py)
     sandbox: dict = field(default_factory=dict)
     # peak resident host memory of the two workers, and the problem's own input bytes
     resources: dict = field(default_factory=dict)

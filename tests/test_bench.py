@@ -164,7 +164,7 @@ def test_a_local_worker_killed_mid_candidate_gets_it_requeued_once_then_reported
     import threading
     import time
     from kforge_nb.evaluator import EvalOptions
-    from kforge_nb.evaluator.process import descendants
+    from kforge_nb.evaluator.parent.process import descendants
     from kforge_nb.executors.local import LocalWorkers
     from kforge_nb.problem import Problem
     from kforge_nb.targets import get_target

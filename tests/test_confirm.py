@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kforge_nb.agents import AgentConfig
-from kforge_nb.evaluator.sandbox import source_cache
+from kforge_nb.evaluator.sandbox.layout import source_cache
 from kforge_nb.problem import Problem
 from kforge_nb.session import Budget, Session
 from kforge_nb.session.confirm import sentence

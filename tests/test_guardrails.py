@@ -102,7 +102,7 @@ def test_patching_the_evaluators_own_comparison_changes_no_verdict(judge):
     integrity check now guards the evaluator's comparison too (as test_exploits says)."""
     result = judge("relu", "cpp_patches_the_evaluator", guardrails=Guardrails(defaults=False))
     assert result.state == REJECTED and result.rules == ["tampering"], result.message
-    assert "kforge_nb.evaluator.correctness.compare_values" in result.message
+    assert "kforge_nb.evaluator.worker.correctness.compare_values" in result.message
     assert "its own outcome was mismatch" in result.message
 
 

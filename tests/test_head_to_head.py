@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from kforge_nb.evaluator import EvalOptions, stats
+from kforge_nb.evaluator import EvalOptions
+from kforge_nb.evaluator.parent import stats
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.session import Session
 from kforge_nb.session.records import Attempt

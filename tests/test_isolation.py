@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kforge_nb.evaluator import evaluate, process
-from kforge_nb.evaluator.wire import recv, send
+from kforge_nb.evaluator import evaluate
+from kforge_nb.evaluator.parent import process
+from kforge_nb.evaluator.wire.framing import recv, send
 from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT, MISMATCH, RUNTIME_ERROR
 from tests.support.evaluator import candidate_source, load_problem

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from kforge_nb.evaluator import correctness, sandbox, transfer
+from kforge_nb.evaluator.sandbox import layout
+from kforge_nb.evaluator.wire import transfer
+from kforge_nb.evaluator.worker import correctness
 from kforge_nb.result import Correctness
 
 
@@ -104,7 +106,7 @@ def test_a_large_problem_runs_one_trial_per_distribution_and_says_each_step(opti
     """The threshold lowered so that a small ReLU counts as large: trial 6 (a second `given`
     draw) is skipped and said; the tails trial (5) and the shape check still run."""
     import kforge_nb.evaluator as evaluator
-    from kforge_nb.evaluator import protocol
+    from kforge_nb.evaluator.parent import protocol
     from kforge_nb.result import CORRECT
     from tests.support.evaluator import candidate_source, load_problem
     monkeypatch.setattr(protocol, "LARGE_TRIAL_BYTES", 1)   # where the protocol reads it
@@ -125,7 +127,7 @@ def test_outputs_cross_in_memory_and_the_exchange_is_gone_afterwards(options, mo
     """Every output file the candidate was asked to write lies in memory (/dev/shm) where the
     machine has it; the folder is removed when the judging ends."""
     import kforge_nb.evaluator as evaluator
-    from kforge_nb.evaluator import protocol
+    from kforge_nb.evaluator.parent import protocol
     from kforge_nb.result import CORRECT
     from tests.support.evaluator import candidate_source, load_problem
     asked: list[str] = []
@@ -135,7 +137,7 @@ def test_outputs_cross_in_memory_and_the_exchange_is_gone_afterwards(options, mo
     result = evaluator.evaluate(load_problem("relu"), candidate_source("cpp_relu"), "cpp",
                                 options())
     assert result.state == CORRECT, result.message
-    memory = sandbox.memory_exchange(Path(result.artifacts))
+    memory = layout.memory_exchange(Path(result.artifacts))
     assert asked and any(name.startswith("trial") for name in map(lambda p: Path(p).name, asked))
     if memory is not None:
         assert all(Path(p).parent == memory for p in asked), asked
@@ -145,7 +147,7 @@ def test_outputs_cross_in_memory_and_the_exchange_is_gone_afterwards(options, mo
 def test_a_memory_exchange_left_by_a_killed_process_is_removed(tmp_path):
     import subprocess
     import sys
-    probe = sandbox.memory_exchange(tmp_path)
+    probe = layout.memory_exchange(tmp_path)
     if probe is None:
         pytest.skip("no /dev/shm here: outputs cross through the run folder")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -154,7 +156,7 @@ def test_a_memory_exchange_left_by_a_killed_process_is_removed(tmp_path):
     stale.mkdir(exist_ok=True)
     (stale / ".owner").write_text(str(dead.pid))
     (stale / "trial0.bin").write_bytes(b"x" * 1024)
-    made = sandbox.make_memory_exchange(tmp_path)
+    made = layout.make_memory_exchange(tmp_path)
     try:
         assert not stale.exists()
         assert (made / ".owner").read_text() == str(__import__("os").getpid())

@@ -1,4 +1,4 @@
-"""The evaluator's message table (evaluator/messages.py) is the protocol: every command the
+"""The evaluator's message table (evaluator/wire/messages.py) is the protocol: every command the
 parent may send names a method of the worker that serves it with the same arguments, every
 candidate reply names a shape replies.py checks, and neither side gets past it."""
 from __future__ import annotations
@@ -8,9 +8,10 @@ from multiprocessing import Pipe
 
 import pytest
 
-from kforge_nb.evaluator import messages, replies
-from kforge_nb.evaluator.candidate_worker import Candidate
-from kforge_nb.evaluator.judge_worker import Judge
+from kforge_nb.evaluator.parent import replies
+from kforge_nb.evaluator.wire import messages
+from kforge_nb.evaluator.worker.candidate import Candidate
+from kforge_nb.evaluator.worker.judge import Judge
 
 SERVERS = {messages.JUDGE: Judge, messages.CANDIDATE: Candidate}
 # methods of a worker's loop that are not commands (construct is served before the loop)

@@ -74,7 +74,7 @@ def test_rounding_noise_around_a_true_zero_is_not_a_mismatch(tmp_path):
     other noise (max error ~1e-7), which the relative-norm guard must not call a mismatch once
     the float64 answer (~1e-17) shows the reference is that noise too."""
     import torch
-    from kforge_nb.evaluator.correctness import compare_values
+    from kforge_nb.evaluator.worker.correctness import compare_values
     from kforge_nb.result import Correctness
     torch.manual_seed(0)
     x = torch.randn(16, 4096)

@@ -11,7 +11,8 @@ import torch
 
 from kforge_nb.agents import AgentConfig
 from kforge_nb.agents.feedback import profile_summary, summary_text
-from kforge_nb.evaluator import evaluate, harness, nsight
+from kforge_nb.evaluator import evaluate
+from kforge_nb.evaluator.worker import harness, nsight
 from kforge_nb.executors import InProcess
 from kforge_nb.problem import Problem
 from kforge_nb.session import Budget, Session

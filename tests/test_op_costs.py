@@ -1,6 +1,6 @@
 """The roofline's FLOPs count pointwise work: an RMSNorm with an exp and sigmoid gate, which
 torch's FlopCounterMode alone reads as 0 FLOPs, has its exp, sigmoid, rsqrt and arithmetic
-counted at the costs per element of kforge_nb/evaluator/op_costs.py (issue 30, part 3)."""
+counted at the costs per element of kforge_nb/evaluator/worker/op_costs.py (issue 30, part 3)."""
 from __future__ import annotations
 
 import types
@@ -8,8 +8,8 @@ import types
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from kforge_nb.evaluator.judge_worker import size_check
-from kforge_nb.evaluator.op_costs import COSTS, EXP, FlopCount, power_cost
+from kforge_nb.evaluator.worker.judge import size_check
+from kforge_nb.evaluator.worker.op_costs import COSTS, EXP, FlopCount, power_cost
 
 ROWS, WIDTH = 8, 64
 

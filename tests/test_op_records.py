@@ -17,7 +17,7 @@ from kforge_nb.agents.builtin import BuiltinGenerator
 from kforge_nb.agents.builtin.elementwise import CppFormulas, StdFormulas, TritonFormulas
 from kforge_nb.agents.builtin.op_records import OPS, RECORDS, TORCH_NAMES, expensive
 from kforge_nb.agents.builtin.targets import TARGETS
-from kforge_nb.evaluator.op_costs import COSTS
+from kforge_nb.evaluator.worker.op_costs import COSTS
 from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT
 from tests.test_builtin import generate, judge, problem

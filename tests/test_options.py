@@ -114,7 +114,7 @@ def test_percent_kforge_bench_parses_as_kforge_bench_does():
 
 
 def test_the_precisions_are_the_evaluators():
-    from kforge_nb.evaluator.correctness import POLICIES
+    from kforge_nb.evaluator.worker.correctness import POLICIES
     assert PRECISIONS == POLICIES
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kforge_nb.evaluator import clocks
+from kforge_nb.evaluator.parent import clocks
 
 # spins `first` CPU seconds when it starts, then either sleeps or spins on
 WORKER = """

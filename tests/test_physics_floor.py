@@ -11,7 +11,7 @@ import pytest
 
 from kforge_nb import devices
 from kforge_nb.devices import Guaranteed, cpu_guaranteed, gpu_guaranteed
-from kforge_nb.evaluator import physics
+from kforge_nb.evaluator.parent import physics
 from kforge_nb.machine import describe
 from kforge_nb.result import CORRECT, REJECTED, Result, Roofline, Timing
 

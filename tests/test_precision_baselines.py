@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from kforge_nb.bench.report import Row, table
-from kforge_nb.evaluator import policy
+from kforge_nb.evaluator.worker import policy
 from kforge_nb.guardrails import Guardrails
 from kforge_nb.result import CORRECT, MISMATCH, Result, Timing
 from tests.support.evaluator import CANDIDATES, PROBLEMS

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from kforge_nb.evaluator.correctness import compare_values
+from kforge_nb.evaluator.worker.correctness import compare_values
 from kforge_nb.result import Correctness
 
 STEP = "off by exactly one step of its quantisation grid"

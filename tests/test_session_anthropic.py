@@ -214,7 +214,7 @@ def test_prompts_state_the_machine_the_contract_and_the_history(api, tmp_path):
 
     import torch
 
-    from kforge_nb.evaluator.correctness import TOLERANCES
+    from kforge_nb.evaluator.worker.correctness import TOLERANCES
     from kforge_nb.intervals import timing_speedup
     from kforge_nb.knowledge import HERE, read_note
     from kforge_nb.runtime.cpp import FLAGS

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow     # torch.compile warmed in a fresh fork server,
 
 WARM = r"""
 import json, os, threading
-from kforge_nb.evaluator import workers                     # what the fork server imports
-from kforge_nb.evaluator import zygote
+from kforge_nb.evaluator.worker import entry                # what the fork server imports
+from kforge_nb.evaluator.wire import zygote
 from torch._inductor import cpu_vec_isa
 threads = len(os.listdir("/proc/self/task"))
 zygote.warm_compile()

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kforge_nb.evaluator import stats
+from kforge_nb.evaluator.parent import stats
 from kforge_nb.intervals import speedup_text
 from kforge_nb.result import CORRECT, Result, Timing
 

@@ -108,7 +108,7 @@ def test_the_map_names_every_test_file():
 
 def map_rows() -> list[tuple[set[str], set[str]]]:
     """(module paths, test files) of each row: the backticked names in its first and second cell.
-    A module is a path under kforge_nb/ (`session/`, `evaluator/sandbox*.py`); a test file is a
+    A module is a path under kforge_nb/ (`session/`, `evaluator/sandbox/`); a test file is a
     path under tests/ (`test_cli.py`, `adversarial/test_sandbox.py`)."""
     rows = []
     for line in MAP.read_text(encoding="utf-8").splitlines():
@@ -121,13 +121,13 @@ def map_rows() -> list[tuple[set[str], set[str]]]:
 
 def covers(name: str, module: str) -> bool:
     """Does a map name find this module (its path under kforge_nb/): itself, a folder above it,
-    or a pattern (`evaluator/sandbox*.py`)?"""
+    or a pattern (`evaluator/worker/*.py`)?"""
     return module.startswith(name) if name.endswith("/") else fnmatch.fnmatch(module, name)
 
 
 def test_the_map_finds_every_module_by_its_path():
-    """A newcomer holding a module's path (`evaluator/trial_values.py`) finds its row: the map
-    names each module of kforge_nb, or a folder it lies in, by its path under kforge_nb/."""
+    """A newcomer holding a module's path (`evaluator/worker/trial_values.py`) finds its row: the
+    map names each module of kforge_nb, or a folder it lies in, by its path under kforge_nb/."""
     names = set().union(*(modules for modules, _ in map_rows()))
     modules = sorted(str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
                      if path.name != "__init__.py")

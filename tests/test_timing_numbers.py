@@ -9,23 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from kforge_nb.evaluator import Evaluation, EvalOptions, profile_note, stats
+from kforge_nb.evaluator import profile_note, EvalOptions
+from kforge_nb.evaluator.parent import stats
+from kforge_nb.evaluator.parent.timing import TimedRounds
 from kforge_nb.result import CORRECT, Result, Timing
+from kforge_nb.targets import get_target
 
 
-class Scripted(Evaluation):
-    """An Evaluation whose blocks are a script: {side: [ms of round 0, round 1, ...]}."""
+class Scripted(TimedRounds):
+    """An Evaluation's timer whose blocks are a script: {side: [ms of round 0, round 1, ...]};
+    no worker is started (ask_side reads the script)."""
 
     def __init__(self, script: dict[str, list[float]], tmp: Path, **options):
-        self.script, self.asked = script, []
-        self.options = EvalOptions(out_dir=tmp, **options)
-        self.summary, self.device, self.policy = {}, "cpu", {}
-        self.compile_errors, self.last_wall_ms = {}, 0.0
-        self.problem = type("P", (), {"source": "scripted problem"})()
-        self.rounds_seen = {side: 0 for side in script}
-        self.rival_void = ""
-        self.rival = type("R", (), {"last_wall_ms": 0.0, "close": lambda self: None})() \
+        rival = type("R", (), {"last_wall_ms": 0.0, "close": lambda self: None})() \
             if "rival" in script else None
+        talk = type("Talk", (), {"last_wall_ms": 0.0})()   # the parent's clock, scripted too
+        super().__init__(talk, type("P", (), {"source": "scripted problem"})(),
+                         get_target("cpp"), EvalOptions(out_dir=tmp, **options), tmp,
+                         summary={}, secret=1, exchange=tmp, exchange_path=str,
+                         refused=lambda reply: None, lap=lambda phase: None, rival=rival)
+        self.script, self.asked = script, []
+        self.rounds_seen = {side: 0 for side in script}
 
     def ask_side(self, side, calls, keep=(), hold=True):
         k = self.rounds_seen[side]
@@ -33,7 +37,7 @@ class Scripted(Evaluation):
         self.asked.append(side)
         ms = self.script[side][k % len(self.script[side])]
         samples = list(ms) if isinstance(ms, (list, tuple)) else [ms] * calls   # a block's calls
-        self.last_wall_ms = sum(samples)
+        self.talk.last_wall_ms = sum(samples)
         if side == "rival":
             self.rival.last_wall_ms = sum(samples)
         return {"samples": samples, "wall_ms": None, "kept": [100 * k + i for i in keep]}
@@ -148,7 +152,7 @@ def test_the_rounds_may_go_on_longer_while_the_cpu_is_contested(tmp_path):
     """Beside busy loops a round's ratio swings with the scheduler: the cap grows 4x (never
     past the absolute cap), and only while the watch says busy."""
     evaluation = Scripted({"judge": [1.0], "candidate": [1.0]}, tmp_path, timing_budget_s=1.0)
-    cap = Evaluation.timing_cap_s
+    cap = TimedRounds.timing_cap_s
     assert cap(evaluation) == cap(evaluation, Seen()) == 4.0
     assert cap(evaluation, Seen(others_cores=1.8, load1=4.0)) == 16.0
     long = Scripted({"judge": [1.0], "candidate": [1.0]}, tmp_path, timing_budget_s=20.0)
@@ -201,7 +205,7 @@ def test_the_rival_is_a_side_of_every_round_and_decides_head_to_head(tmp_path):
 
 
 def test_a_rival_that_fails_voids_the_head_to_head_and_not_the_verdict(tmp_path):
-    from kforge_nb.evaluator.rival import RivalFailed
+    from kforge_nb.evaluator.parent.rival import RivalFailed
 
     class Failing(Scripted):
         def ask_side(self, side, calls, keep=(), hold=True):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from kforge_nb.evaluator import harness
+from kforge_nb.evaluator.worker import harness
 
 
 def sets_of(values: int = 1 << 12) -> list[list]:

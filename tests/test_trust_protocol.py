@@ -15,8 +15,10 @@ import types
 import pytest
 import torch
 
-from kforge_nb.evaluator import audit, clocks, integrity, replies, transfer, wire
-from kforge_nb.evaluator.wire import ProtocolError
+from kforge_nb.evaluator.parent import clocks, replies
+from kforge_nb.evaluator.wire import framing, transfer
+from kforge_nb.evaluator.worker import audit, integrity
+from kforge_nb.evaluator.wire.framing import ProtocolError
 
 
 # --- frames ----------------------------------------------------------------------------------
@@ -37,19 +39,19 @@ class Boom:
 def test_a_pickle_frame_is_a_protocol_error_not_code_run():
     data = pickle.dumps({"ok": Boom()})
     with pytest.raises(ProtocolError, match="not JSON"):
-        wire.recv(frames(struct.pack("!I", len(data)) + data))
+        framing.recv(frames(struct.pack("!I", len(data)) + data))
 
 
 def test_an_oversized_frame_is_refused_before_it_is_read():
     with pytest.raises(ProtocolError, match="at most"):
-        wire.recv(frames(struct.pack("!I", wire.MAX_FRAME + 1)))
+        framing.recv(frames(struct.pack("!I", framing.MAX_FRAME + 1)))
 
 
 def test_json_frames_round_trip_and_numbers_from_torch_become_numbers():
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        wire.send(theirs, {"samples": [torch.tensor(1.5).item(), 2], "t": (1, 2)})
-        assert wire.recv(ours) == {"samples": [1.5, 2], "t": [1, 2]}
+        framing.send(theirs, {"samples": [torch.tensor(1.5).item(), 2], "t": (1, 2)})
+        assert framing.recv(ours) == {"samples": [1.5, 2], "t": [1, 2]}
 
 
 # --- replies ---------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ def test_on_a_gpu_the_wall_clock_pass_is_counted_twice():
 # --- integrity of kforge's own code ----------------------------------------------------------
 
 def test_rebinding_the_harness_timer_or_swapping_a_functions_code_is_tampering():
-    from kforge_nb.evaluator import harness
+    from kforge_nb.evaluator.worker import harness
     before = integrity.snapshot()
     original, code = harness.perf_counter_ns, transfer.write_tensors.__code__
     try:
@@ -170,55 +172,65 @@ def test_rebinding_the_harness_timer_or_swapping_a_functions_code_is_tampering()
     finally:
         harness.perf_counter_ns = original
         transfer.write_tensors.__code__ = code
-    assert "kforge_nb.evaluator.harness.perf_counter_ns" in changed
-    assert "kforge_nb.evaluator.transfer.write_tensors" in changed
+    assert "kforge_nb.evaluator.worker.harness.perf_counter_ns" in changed
+    assert "kforge_nb.evaluator.wire.transfer.write_tensors" in changed
     assert integrity.changed(before) == []
 
 
 def test_a_method_replaced_on_a_worker_class_is_tampering():
-    from kforge_nb.evaluator import candidate_worker
+    from kforge_nb.evaluator.worker import candidate
     before = integrity.snapshot()
-    original = candidate_worker.Candidate.time
+    original = candidate.Candidate.time
     try:
-        candidate_worker.Candidate.time = lambda self, calls, keep: {}
-        assert "kforge_nb.evaluator.candidate_worker.Candidate.time" in integrity.changed(before)
+        candidate.Candidate.time = lambda self, calls, keep: {}
+        assert "kforge_nb.evaluator.worker.candidate.Candidate.time" in integrity.changed(before)
     finally:
-        candidate_worker.Candidate.time = original
+        candidate.Candidate.time = original
 
 
 def worker_modules(beside: set[str]) -> set[str]:
-    """The evaluator's modules a worker runs: workers.py and nsight.py (the fork server's and
-    the Nsight child's entry points) and every evaluator module they import, read from the
-    source (the imports inside functions too); those `beside` are not followed."""
+    """The evaluator's modules a worker runs, by their names under kforge_nb.evaluator:
+    worker/entry.py and worker/nsight.py (the fork server's and the Nsight child's entry
+    points) and every evaluator module they import, read from the source (the imports inside
+    functions too); those `beside` are not followed."""
     import ast
     from pathlib import Path
-    folder = Path(integrity.__file__).parent
-    seen, todo = set(), ["workers", "nsight"]
+    evaluator = Path(integrity.__file__).parent.parent
+
+    def module(name: str) -> Path:
+        return evaluator / (name.replace(".", "/") + ".py")
+
+    seen, todo = set(), ["worker.entry", "worker.nsight"]
     while todo:
         name = todo.pop()
         if name in seen or name in beside:
             continue
         seen.add(name)
-        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                names = [node.module] if node.module else [a.name for a in node.names]
-                todo += [n for n in names if (folder / f"{n}.py").exists()]
+        package = name.split(".")[:-1]
+        for node in ast.walk(ast.parse(module(name).read_text())):
+            if not isinstance(node, ast.ImportFrom) or not node.level or \
+                    node.level > len(package) + 1:      # outside the evaluator: not its own
+                continue
+            base = package[:len(package) - node.level + 1] + \
+                (node.module.split(".") if node.module else [])
+            names = [".".join(base)] + [".".join(base + [a.name]) for a in node.names]
+            todo += [n for n in names if n and module(n).exists()]
     return seen
 
 
 def test_every_module_a_worker_runs_is_under_the_integrity_check():
     # process.py: the parent's worker handle, of which the judge reads available_memory()
     # (never guarded, and the parent's modules it imports are not the workers')
-    unguarded = worker_modules(beside={"process"}) - set(integrity.OWN_MODULES)
+    unguarded = worker_modules(beside={"parent.process"}) - set(integrity.OWN_MODULES)
     assert not unguarded, f"worker modules outside integrity.OWN_MODULES: {sorted(unguarded)}"
-    import kforge_nb.evaluator.workers  # noqa: F401  (what the fork server imports)
+    import kforge_nb.evaluator.worker.entry  # noqa: F401  (what the fork server imports)
     names = integrity.own_functions()
-    for name in ("kforge_nb.evaluator.worker_common.load_weights",
-                 "kforge_nb.evaluator.worker_common.profile_fresh",
-                 "kforge_nb.evaluator.judge_worker.Judge.check",
-                 "kforge_nb.evaluator.candidate_worker.Candidate.trial",
-                 "kforge_nb.evaluator.candidate_worker.plain_outputs",
-                 "kforge_nb.evaluator.workers.candidate_main"):
+    for name in ("kforge_nb.evaluator.worker.common.load_weights",
+                 "kforge_nb.evaluator.worker.common.profile_fresh",
+                 "kforge_nb.evaluator.worker.judge.Judge.check",
+                 "kforge_nb.evaluator.worker.candidate.Candidate.trial",
+                 "kforge_nb.evaluator.worker.candidate.plain_outputs",
+                 "kforge_nb.evaluator.worker.entry.candidate_main"):
         assert name in names, name
 
 

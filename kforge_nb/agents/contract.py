@@ -36,7 +36,7 @@ def build_lines(target: str) -> list[str]:
 
 def tolerance_lines(policy: str) -> list[str]:
     """The evaluator's tolerance under `policy`, for each output dtype it names."""
-    from ..evaluator.correctness import TOLERANCES
+    from ..evaluator.worker.correctness import TOLERANCES
     rows = {**TOLERANCES["strict"], **TOLERANCES.get(policy, {})}
     lines = ["- Correctness: every output element must satisfy |out - ref| <= atol*scale + "
              "rtol*|ref| (scale: the reference's RMS where that exceeds 1), and the whole "
@@ -54,7 +54,7 @@ def precision_line(policy: str) -> str:
 
 def parameter_lines() -> list[str]:
     """What forward may do with the module's parameters, as the guardrails and audit judge."""
-    from ..evaluator.audit import HARMLESS
+    from ..evaluator.worker.audit import HARMLESS
     from ..guardrails import DEFAULT_BANS
     moves = ", ".join(f".{op}()" for op in MOVES if op in HARMLESS)
     compute = next(rule for rule in DEFAULT_BANS if rule.name == "torch-compute-in-forward")

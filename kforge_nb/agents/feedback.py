@@ -10,7 +10,7 @@ import statistics
 from collections import defaultdict
 
 from ..baselines import long_name, short_name
-from ..evaluator.nsight import METRICS as NCU_METRICS, parse_csv as parse_ncu_csv
+from ..evaluator.worker.nsight import METRICS as NCU_METRICS, parse_csv as parse_ncu_csv
 from ..intervals import CEILING_NOTE, own_ms, speedup_text
 from ..result import CORRECT, Result, measures_line
 
@@ -87,7 +87,8 @@ def profile_summary(result: Result) -> dict:
     total = sum(by_name.values()) or 1.0
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:5]
     # the time the verdict leads with (on a busy CPU its own time), the one the roofline's
-    # fraction was computed at (evaluator/figures.py): time, fraction and achieved rates agree
+    # fraction was computed at (evaluator/parent/figures.py): time, fraction and achieved
+    # rates agree
     ms = own_ms(t)
     return {
         "device": r.device or t.device, "timing_real": t.real, "timing_note": t.note,
@@ -110,7 +111,7 @@ def profile_summary(result: Result) -> dict:
            if (result.profile or {}).get("ncu_csv") else {}),
         **({"ncu_error": result.profile["ncu_error"]}
            if (result.profile or {}).get("ncu_error") else {}),
-        # where the profiled call and the timed median differ (evaluator/figures.py)
+        # where the profiled call and the timed median differ (evaluator/parent/figures.py)
         **({"profile_note": result.profile["note"]}
            if (result.profile or {}).get("note") else {}),
     }

@@ -136,7 +136,7 @@ def worker_commands(address: str, gpus: list[str], mps: bool,
     import os
     import socket
     import sys
-    from ..evaluator.sandbox import without_credentials
+    from ..evaluator.sandbox.layout import without_credentials
     base = name or socket.gethostname()
     env = without_credentials(dict(os.environ))
     argv = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",

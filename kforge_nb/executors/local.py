@@ -3,8 +3,8 @@
 Each worker is a Python process running the evaluator (worker_main.py); with several GPUs each
 is pinned to one (CUDA_VISIBLE_DEVICES), so N candidates compile, run and time at once, one per
 GPU. Workers that share a device (one CPU, more workers than GPUs) still time one at a time:
-the evaluator's timing lock is held across processes (evaluator/device_lock.py). Workers start
-without credentials and write their own output to `worker-K.log` under `log_dir`.
+the evaluator's timing lock is held across processes (evaluator/parent/device_lock.py).
+Workers start without credentials and write their own output to `worker-K.log` under `log_dir`.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ..evaluator.process import signal_name
-from ..evaluator.sandbox import without_credentials
+from ..evaluator.parent.process import signal_name
+from ..evaluator.sandbox.layout import without_credentials
 from ..runtime.native import cache_dir
 from . import Executor, worker_lost
 

@@ -44,8 +44,8 @@ def packed(folder: Path) -> dict[str, bytes]:
     NOT_COPIED.txt). The candidate could have put anything in the folder (under --no-sandbox,
     all of it), so it is walked without following a link and each file read through
     safe_open: a FIFO is never waited on, a link to a file of yours never read."""
-    from ..evaluator.safe_open import read_regular
-    from ..evaluator.sandbox_usage import MAX_ENTRIES, walk
+    from ..evaluator.sandbox.safe_open import read_regular
+    from ..evaluator.sandbox.usage import MAX_ENTRIES, walk
     files, total, left = {}, 0, []
     for fd, name, info, relative in walk(str(folder), MAX_ENTRIES):
         if not stat.S_ISREG(info.st_mode):

@@ -15,7 +15,8 @@ from multiprocessing.connection import Connection
 
 
 def serve(conn: Connection) -> None:
-    from ..evaluator import evaluate, process
+    from ..evaluator import evaluate
+    from ..evaluator.parent import process
     process.zygote()                       # start the fork server now, before the first job
     while True:
         try:

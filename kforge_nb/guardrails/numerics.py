@@ -19,7 +19,7 @@ TORCH_NAMESPACES = ("torch", "torch.nn.functional", "F", "nn.functional", "torch
 def torch_compute_in_forward(src: Source) -> list[str]:
     """A fast first pass: a torch (or NumPy) compute function called by its own name in
     forward. It errs on the side of letting a candidate through: attributes, helper objects
-    and submodules are judged at run time by what they dispatch (evaluator/audit.py), so a
+    and submodules are judged at run time by what they dispatch (evaluator/worker/audit.py), so a
     helper called `self.softmax` or a shader compiled in forward is never rejected here; nor
     is NumPy's arithmetic on Python numbers (`np.sqrt(x.shape[-1])`): no tensor data there."""
     if "*" in src.allowed_ops:

@@ -27,7 +27,7 @@ import torch
 import torch.fx
 from torch.overrides import TorchFunctionMode
 
-from ..evaluator import harness
+from ..evaluator.worker import harness
 from .graph import DecomposeError, Info, Recorder, group_nodes, trace
 from .partfile import build_part
 

@@ -57,7 +57,7 @@ def decompose(problem: Problem, device: str, folder: Path, repeats: int = 5,
               timeout_s: float = DECOMPOSE_TIMEOUT_S) -> dict:
     """Run the decomposition in a child process (the model is the user's code) and read what
     it wrote. Raises ModelError with the reason."""
-    from ..evaluator.sandbox import without_credentials
+    from ..evaluator.sandbox.layout import without_credentials
     folder.mkdir(parents=True, exist_ok=True)
     job = folder / "decompose_job.json"
     job.write_text(json.dumps({"source": problem.source, "name": problem.name, "device": device,

@@ -38,7 +38,7 @@ STANDING_WORDS = re.compile(r"(?:kept as the best|not kept)(?:: refused|: [^;\n]
 # the sentences and sections there only where a measurement said so: "; the best now", the
 # changes not kept, why the analyst sees a candidate again, the candidates refused by an estimate
 # or a timeout it may have judged again, and the profile note (a profiled call far from the
-# timed median, evaluator/figures.py profile_note)
+# timed median, evaluator/parent/figures.py profile_note)
 STANDING_TEXT = re.compile(r"; the best now| Earlier changes to it were not kept: [^\n]*"
                            r"|\n## Why you see \S+ again\n.*?(?=\n## |\Z)"
                            r"|\n[^\n]* refused by an estimate or a timeout, not by its output: "

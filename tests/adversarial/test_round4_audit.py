@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from kforge_nb.cpp_source import preprocessed
-from kforge_nb.evaluator import audit, integrity
+from kforge_nb.evaluator.worker import audit, integrity
 from kforge_nb.guardrails import Guardrails
 from kforge_nb.result import CORRECT, REJECTED
 from kforge_nb.targets.cpp import CppTarget
@@ -65,12 +65,13 @@ EXPLOITS = {
               "_DisableTorchDispatch (torch._C._DisableTorchDispatch)"]),
     "kforge's audit imported, HARMLESS and LAUNCHES edited": Case(
         "softmax_rows", AUDIT, REJECTED, ["patching-or-introspection"],
-        says=[at(AUDIT, "from kforge_nb.evaluator import audit") +
-              "imports kforge_nb.evaluator.audit",
+        says=[at(AUDIT, "from kforge_nb.evaluator.worker import audit") +
+              "imports kforge_nb.evaluator.worker.audit",
               at(AUDIT, "audit.HARMLESS.add(") + "audit.HARMLESS.add"]),
     "kforge's audit imported, HARMLESS and LAUNCHES edited (static rules off)": Case(
         "softmax_rows", AUDIT, REJECTED, ["tampering"], options=STATIC_OFF,
-        says=["the candidate replaced kforge_nb.evaluator.audit.HARMLESS (rule `tampering`)"]),
+        says=["the candidate replaced kforge_nb.evaluator.worker.audit.HARMLESS "
+              "(rule `tampering`)"]),
     "compile and exec under other names build a helper 'line 3'": Case(
         "softmax_rows", LINE3, REJECTED, ["patching-or-introspection"],
         says=[at(LINE3, "build, run = compile, exec") + "compile",
@@ -166,7 +167,8 @@ def static(python: str) -> dict[str, list[str]]:
     ("from torch.utils import _python_dispatch as d\n", "imports torch.utils._python_dispatch"),
     ("run = exec\n", "exec"),
     ("import functools\nf = functools.partial(eval, 'x')\n", "eval"),
-    ("import kforge_nb.evaluator.harness as h\n", "imports kforge_nb.evaluator.harness"),
+    ("import kforge_nb.evaluator.worker.harness as h\n",
+     "imports kforge_nb.evaluator.worker.harness"),
     ("import kforge_nb\nk = kforge_nb.evaluator\n", "kforge_nb.evaluator"),
     ("import sys as s\nm = s.modules\n", "s.modules (sys.modules)"),
 ])
@@ -283,8 +285,8 @@ def test_editing_a_table_in_place_or_rebinding_it_is_tampering():
         audit.HARMLESS = original
         audit.TRITON_CODE.clear()
         audit.TRITON_CODE.update(triton_code)
-    assert "kforge_nb.evaluator.audit.HARMLESS" in changed
-    assert "kforge_nb.evaluator.audit.TRITON_CODE" in changed
+    assert "kforge_nb.evaluator.worker.audit.HARMLESS" in changed
+    assert "kforge_nb.evaluator.worker.audit.TRITON_CODE" in changed
     assert integrity.changed(before) == []
     with pytest.raises(AttributeError):
         audit.HARMLESS.add("_softmax")             # not a set any more: nothing to edit

@@ -27,11 +27,12 @@ import threading
 import pytest
 import torch
 
-from kforge_nb.evaluator import replies, transfer, wire
-from kforge_nb.evaluator.process import WorkerFailure
-from kforge_nb.evaluator.verdicts import (CONTROL, QUOTE, failure_result, printable, quoted,
+from kforge_nb.evaluator.parent import replies
+from kforge_nb.evaluator.wire import framing, transfer
+from kforge_nb.evaluator.parent.process import WorkerFailure
+from kforge_nb.evaluator.parent.verdicts import (CONTROL, QUOTE, failure_result, printable, quoted,
                                           runtime_failure)
-from kforge_nb.evaluator.wire import ProtocolError
+from kforge_nb.evaluator.wire.framing import ProtocolError
 from kforge_nb.result import RUNTIME_ERROR
 from kforge_nb.targets import get_target
 from tests.adversarial.support import REPO, line_of, problem_file, source
@@ -185,30 +186,30 @@ def frame(data: bytes) -> bytes:
     return struct.pack("!I", len(data)) + data
 
 
-@pytest.mark.parametrize("depth", [wire.MAX_DEPTH + 1, 900, 5000])
+@pytest.mark.parametrize("depth", [framing.MAX_DEPTH + 1, 900, 5000])
 def test_a_frame_nested_deeper_than_allowed_is_a_protocol_error(depth):
     # 900 parses in json but breaks what recurses over it next; 5,000 breaks json itself
     with pytest.raises(ProtocolError, match="nested deeper"):
-        wire.recv(frames(frame(b"[" * depth + b"]" * depth)))
+        framing.recv(frames(frame(b"[" * depth + b"]" * depth)))
     with pytest.raises(ProtocolError, match="nested deeper"):
-        wire.recv(frames(frame(b'{"a":' * depth + b"1" + b"}" * depth)))
+        framing.recv(frames(frame(b'{"a":' * depth + b"1" + b"}" * depth)))
 
 
 def test_a_frame_nested_as_deep_as_allowed_is_read():
-    depth = wire.MAX_DEPTH
-    assert wire.recv(frames(frame(b"[" * depth + b"]" * depth))) is not None
+    depth = framing.MAX_DEPTH
+    assert framing.recv(frames(frame(b"[" * depth + b"]" * depth))) is not None
 
 
 def test_a_workers_frame_of_too_many_values_is_refused_before_it_is_parsed():
     # 3 MB of `{},`: a million objects (~70 MB) in the parent had it been parsed
-    data = b"[" + b"{}," * wire.MAX_VALUES + b"{}]"
+    data = b"[" + b"{}," * framing.MAX_VALUES + b"{}]"
     with pytest.raises(ProtocolError, match="more than"):
-        wire.Channel(frames(frame(data))).recv()
+        framing.Channel(frames(frame(data))).recv()
 
 
 def test_a_frame_cut_off_is_the_end_of_the_stream_not_a_hang():
     with pytest.raises(EOFError, match="mid-frame"):
-        wire.recv(frames(struct.pack("!I", 100) + b'{"construc'))
+        framing.recv(frames(struct.pack("!I", 100) + b'{"construc'))
 
 
 def test_descriptors_sent_with_a_frame_are_never_installed(tmp_path):
@@ -219,7 +220,7 @@ def test_descriptors_sent_with_a_frame_are_never_installed(tmp_path):
         fd = os.open(marker, os.O_RDONLY)
         socket.send_fds(theirs, [frame(b'{"built": true}')], [fd] * 16)
         os.close(fd)
-        assert wire.Channel(ours).recv() == {"built": True}
+        assert framing.Channel(ours).recv() == {"built": True}
         held = [os.readlink(f"/proc/self/fd/{n}") for n in os.listdir("/proc/self/fd")
                 if os.path.exists(f"/proc/self/fd/{n}")]
     assert str(marker) not in held
@@ -227,7 +228,7 @@ def test_descriptors_sent_with_a_frame_are_never_installed(tmp_path):
 
 def test_nan_crosses_the_wire_and_replies_refuse_it_where_a_number_is_read():
     # the judge may report NaN errors; from the candidate, NaN is never a time or a count
-    assert math.isnan(wire.recv(frames(frame(b'{"max_abs_error": NaN}')))["max_abs_error"])
+    assert math.isnan(framing.recv(frames(frame(b'{"max_abs_error": NaN}')))["max_abs_error"])
     with pytest.raises(ProtocolError):
         replies.checked(("time", 1, []), {"samples": [float("nan")], "wall_ms": None,
                                           "kept": []})
@@ -389,7 +390,7 @@ def test_no_reply_makes_the_checker_raise_anything_but_a_protocol_error():
             refused += 1
             continue
         json.dumps(said, allow_nan=False)        # no NaN or infinity reaches a verdict's JSON
-        assert wire.nesting(said) <= 5
+        assert framing.nesting(said) <= 5
     assert 1000 < refused < 4000     # most hostile replies are refused, some parts are ignored
 
 
@@ -415,8 +416,8 @@ def test_a_hostile_header_is_bad_output_never_another_exception(tmp_path, header
 
 
 def test_the_judge_reads_a_hostile_file_as_bad_output_and_removes_it(tmp_path):
-    from kforge_nb.evaluator import correctness
-    from kforge_nb.evaluator.judge_worker import candidates_outputs
+    from kforge_nb.evaluator.worker import correctness
+    from kforge_nb.evaluator.worker.judge import candidates_outputs
     from kforge_nb.result import Correctness
     path = tmp_path / "call0.bin"
     path.write_bytes(b"[" * 5000 + b"\n")

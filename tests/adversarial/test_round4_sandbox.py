@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from kforge_nb.evaluator import evaluate, sandbox, sandbox_usage
+from kforge_nb.evaluator import evaluate
+from kforge_nb.evaluator.sandbox import layout, usage
 from kforge_nb.result import CORRECT, RUNTIME_ERROR
 from tests.adversarial.support import REPO, problem, source
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401  (a fixture)
@@ -99,12 +100,12 @@ class Planter:
             'SECRET_PATH = "/nonexistent/kforge-secret.txt"',
             f"SECRET_PATH = {str(secret_file)!r}")
         assert str(secret_file) in self.text
-        self.cache = sandbox.source_cache(Path(), self.text)
+        self.cache = layout.source_cache(Path(), self.text)
         self.cache.mkdir(parents=True, exist_ok=True)
         for flag in ("planted", "go"):
             (self.cache / flag).unlink(missing_ok=True)
         self.folder = root / "runs" / "planter"
-        self.exchange = sandbox.memory_exchange(self.folder)
+        self.exchange = layout.memory_exchange(self.folder)
         self.result = None
         self.thread = threading.Thread(target=self.judge, args=(options,), daemon=True)
         self.thread.start()
@@ -178,7 +179,7 @@ def test_a_stale_exchange_whose_owner_is_a_fifo_a_link_or_huge_is_passed_over_at
     next evaluation's sweep of /dev/shm reads none of them beyond a pid's length, waits on
     none, and leaves those folders alone (whose they are is unknown); a folder whose owner is
     known and gone is still removed."""
-    probe = sandbox.memory_exchange(tmp_path / "probe")
+    probe = layout.memory_exchange(tmp_path / "probe")
     if probe is None:
         pytest.skip("no /dev/shm here: outputs cross through the run folder")
     token = secrets.token_hex(6)
@@ -197,7 +198,7 @@ def test_a_stale_exchange_whose_owner_is_a_fifo_a_link_or_huge_is_passed_over_at
         (stale["dead"] / ".owner").write_text(str(dead.pid))
         made = {}
         sweep = threading.Thread(target=lambda: made.update(
-            place=sandbox.make_memory_exchange(tmp_path / "next")), daemon=True)
+            place=layout.make_memory_exchange(tmp_path / "next")), daemon=True)
         sweep.start()
         sweep.join(60)
         assert not sweep.is_alive(), "the sweep of /dev/shm hung on a stale exchange's .owner"
@@ -215,7 +216,7 @@ def test_a_cache_filled_past_its_cap_is_removed_after_the_judging(judge_case):  
     case = EXPLOITS["its kernel cache filled past its cap"]
     result = judge_case(case)
     assert result.state == RUNTIME_ERROR and result.error["type"] == "out_of_space"
-    assert not sandbox.source_cache(Path(), source(case.candidate)).exists()
+    assert not layout.source_cache(Path(), source(case.candidate)).exists()
 
 
 def test_a_folder_with_more_entries_than_its_cap_allows_is_over_it(tmp_path):
@@ -223,13 +224,13 @@ def test_a_folder_with_more_entries_than_its_cap_allows_is_over_it(tmp_path):
     its cap past MAX_ENTRIES, and the walk that says so looks at no more than that."""
     folder = tmp_path / "cache"
     folder.mkdir()
-    for i in range(sandbox_usage.MAX_ENTRIES + 1):
+    for i in range(usage.MAX_ENTRIES + 1):
         (folder / str(i)).touch()
-    watch = sandbox_usage.Watch({"enabled": True, "disk_caps": [
+    watch = usage.Watch({"enabled": True, "disk_caps": [
         ["its kernel cache", str(folder), 1 << 30]]}, os.getpid())
     said = watch.disk_over(now=True)
     assert said.startswith("filled its kernel cache") and \
-        f"more than {sandbox_usage.MAX_ENTRIES} files and folders" in said
+        f"more than {usage.MAX_ENTRIES} files and folders" in said
     (folder / "0").unlink()
     assert watch.disk_over(now=True) == ""
 

@@ -32,8 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from kforge_nb.evaluator import clocks, evaluate
-from kforge_nb.evaluator.process import descendants
+from kforge_nb.evaluator import evaluate
+from kforge_nb.evaluator.parent import clocks
+from kforge_nb.evaluator.parent.process import descendants
 from kforge_nb.result import CORRECT, MISMATCH, REJECTED
 from tests.adversarial.support import REPO, problem, source
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401 (a fixture)
@@ -110,9 +111,10 @@ def test_no_seed_tells_a_timed_call_from_a_trial(options):
 # namespace; the worker then forks a child, as a candidate's library may.
 WORKER = """
 import os, time
-from kforge_nb.evaluator import sandbox_libc, zygote
+from kforge_nb.evaluator.sandbox import libc
+from kforge_nb.evaluator.wire import zygote
 try:
-    sandbox_libc.sys_unshare(sandbox_libc.CLONE_NEWPID)
+    libc.sys_unshare(libc.CLONE_NEWPID)
     zygote.become_init(os.open(os.devnull, os.O_RDONLY))     # returns in the worker
 except OSError:
     pass                                                     # no namespace: the worker is this

@@ -14,8 +14,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kforge_nb.evaluator import EvalOptions, correctness, harness, trial_values
-from kforge_nb.evaluator.correctness import Float64Answer, compare_outputs, compare_values
+from kforge_nb.evaluator import EvalOptions
+from kforge_nb.evaluator.worker import correctness, harness, trial_values
+from kforge_nb.evaluator.worker.correctness import Float64Answer, compare_outputs, compare_values
 from kforge_nb.result import CORRECT, MISMATCH, Correctness
 from tests.adversarial.support import problem_file
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401

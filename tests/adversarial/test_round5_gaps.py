@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 
 from kforge_nb.evaluator import Evaluation, evaluate
-from kforge_nb.evaluator.jobs import reference_job
-from kforge_nb.evaluator.process import Worker
-from kforge_nb.evaluator.verdicts import CONTROL, QUOTE
+from kforge_nb.evaluator.parent.jobs import reference_job
+from kforge_nb.evaluator.parent.verdicts import CONTROL, QUOTE
 from kforge_nb.executors.remote import packed
 from kforge_nb.guardrails import Guardrails
 from kforge_nb.problem import ProblemError
@@ -173,7 +172,7 @@ def within(seconds: float, function, *args):
 @pytest.mark.parametrize("plant", ["fifo", "link"])
 def test_a_plant_in_the_lock_s_place_is_replaced_not_waited_on_or_followed(plant, tmp_path,
                                                                            monkeypatch):
-    from kforge_nb.evaluator import device_lock
+    from kforge_nb.evaluator.parent import device_lock
     monkeypatch.setenv("KFORGE_CACHE", str(tmp_path / "cache"))
     lock = tmp_path / "cache" / "locks" / "cpu.lock"
     lock.parent.mkdir(parents=True)
@@ -255,17 +254,17 @@ def test_a_judge_killed_from_outside_the_candidate_s_reach_is_not_the_reference_
     folder.mkdir()
     evaluation = Evaluation(problem("relu"), source("cpp_relu"), get_target("cpp"), options(),
                             folder)
-    evaluation.judge = Worker("reference_main", reference_job(
-        evaluation.problem, evaluation.options, folder, evaluation.device), 600.0,
-        evaluation.options.memory_bytes)
+    talk = evaluation.talk
+    talk.start_judge(reference_job(evaluation.problem, evaluation.options, folder,
+                                   evaluation.device))
     try:
-        assert evaluation.judge_reply().get("ready") is True
-        os.kill(evaluation.judge.pid, signal.SIGKILL)
+        assert talk.judge_reply().get("ready") is True
+        os.kill(talk.judge.pid, signal.SIGKILL)
         trial = evaluation.options.trial_plan(evaluation.secret)[0]
         with pytest.raises(ProblemError) as stopped:
-            evaluation.ask_judge("prepare", 0, trial)
+            talk.ask_judge("prepare", 0, trial)
     finally:
-        evaluation.judge.close()
+        talk.close()
     message = str(stopped.value)
     assert message.startswith(f"{evaluation.problem.label}: {JUDGE} stopped while answering "
                               "`prepare`: the worker process was killed by SIGKILL; no exception "

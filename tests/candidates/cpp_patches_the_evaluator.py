@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 import kforge_nb.evaluator as evaluator
-from kforge_nb.evaluator import correctness
+from kforge_nb.evaluator.worker import correctness
 from kforge_nb.runtime import cpp
 
 source = r"""

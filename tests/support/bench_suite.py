@@ -32,7 +32,7 @@ def get_init_inputs():
 
 # a candidate that waits for a file before it answers: a worker can be killed while it judges.
 # The sandbox shows it no folder of the test's: the flag lies in the one cache folder it sees,
-# its own (one per candidate text, see evaluator/sandbox.source_cache)
+# its own (one per candidate text, see evaluator/sandbox/layout.py source_cache)
 WAITS = '''"""ReLU in torch (run with --allow '*') that waits for a flag file in its own cache
 before its first answer."""
 import os
@@ -52,7 +52,7 @@ class ModelNew(nn.Module):
 
 def waiting_flag() -> Path:
     """The file the waiting candidate's sandbox sees as $KFORGE_CACHE/go (none yet)."""
-    from kforge_nb.evaluator.sandbox import source_cache
+    from kforge_nb.evaluator.sandbox.layout import source_cache
     flag = source_cache(Path(), WAITS) / "go"
     flag.parent.mkdir(parents=True, exist_ok=True)
     flag.unlink(missing_ok=True)

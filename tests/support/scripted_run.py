@@ -39,7 +39,7 @@ LOAD_NOTE = "load 5.2 on 2 cores; eager's own low calls ranged 0.31-3.4 ms acros
 
 
 def versus(rival: str, ratio: float, ci, verdict: str) -> dict:
-    """A head-to-head as the evaluator writes it (evaluator/figures.py versus)."""
+    """A head-to-head as the evaluator writes it (evaluator/parent/figures.py versus)."""
     return {"id": rival, "ratio": ratio, "ci": list(ci), "noise": 0.03, "verdict": verdict,
             "stat": "p20 of each block", "rounds": 14, "rival_ms": 0.5, "candidate_ms": 0.5}
 

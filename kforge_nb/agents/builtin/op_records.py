@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from ...evaluator.op_costs import EXP, op_cost
+from ...evaluator.worker.op_costs import EXP, op_cost
 
 Write = Callable[[object, list, dict], str]     # (formulas, operand expressions, attrs) -> expr
 

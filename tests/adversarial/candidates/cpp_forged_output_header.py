@@ -1,6 +1,6 @@
 """Exploit (a malformed exchange file): the judge reads each trial's output from a file the
 candidate's worker writes (one JSON header line: dtype and shape per tensor, then raw bytes).
-__init__ rebinds kforge_nb.evaluator.transfer.write_tensors so that what lands there is
+__init__ rebinds kforge_nb.evaluator.wire.transfer.write_tensors so that what lands there is
 malformed, by MODE:
   "huge_shape": a header claiming a float32 tensor of 2**40 elements, and 16 bytes of data;
   "corrupt_json": a header line that is not JSON;
@@ -41,7 +41,7 @@ def forged_writer(path, tensors):
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        transfer = vars(sys)["modules"]["kforge_nb.evaluator.transfer"]
+        transfer = vars(sys)["modules"]["kforge_nb.evaluator.wire.transfer"]
         vars(transfer)["write_tensors"] = forged_writer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

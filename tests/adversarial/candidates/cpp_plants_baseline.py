@@ -1,7 +1,7 @@
 """Exploit (a planted cache entry): the "vs torch.compile" figure is the paired speedup times
 a cached ratio, read from KFORGE_CACHE/baselines/<key>.json, and the kernel caches
 (KFORGE_CACHE among them) are writable from the sandbox. __init__ computes the key as
-Evaluation.cached_baselines does (the problem's source, read from ../reference.py; the device;
+figures.cached_baselines does (the problem's source, read from ../reference.py; the device;
 torch's version; the KFORGE_* knobs) and writes an entry saying eager takes 1 us and
 torch.compile 1 s, before the parent looks. The kernel is right but slow (it sleeps 2 ms), so
 the real figures are tiny; the reported speedup over torch.compile explodes. The verdict may

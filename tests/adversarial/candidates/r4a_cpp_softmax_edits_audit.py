@@ -2,12 +2,12 @@
 worker and teaches it that `_softmax` is harmless (in place where the table is a set, by
 rebinding where it is not), then counts a native launch per call itself. Torch computes the
 answer; no kernel runs at all. Rules: `patching-or-introspection` (the import of
-kforge_nb.evaluator.audit); with the static rules off, `tampering` (the table's value changed
+kforge_nb.evaluator.worker.audit); static rules off, `tampering` (the table's value changed
 under the integrity check)."""
 import torch
 import torch.nn as nn
 
-from kforge_nb.evaluator import audit
+from kforge_nb.evaluator.worker import audit
 from kforge_nb.runtime import cpp
 
 source = r"""

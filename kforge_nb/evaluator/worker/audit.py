@@ -278,7 +278,7 @@ def count_launches() -> None:
     global LEARNING
     watch_host_copies()
     watch_threads()
-    from ..runtime import native
+    from ...runtime import native
     native.on_call = lambda: LAUNCHES.__setitem__("native", LAUNCHES["native"] + 1)
     wrap_method(native.NativeFunction, "__call__", None)
     try:

@@ -1,12 +1,12 @@
 """What the candidate's worker may say, checked in the parent before any of it is used.
 
 The worker runs the candidate's code, so its replies are hostile data: a forged reply can be any
-JSON value a frame holds (wire.py bounds a frame's size, nesting and values). Each command has
-one reply shape (SHAPES), and `checked` hands on a copy that holds only what that shape names,
-each of the type and within the bounds it must have. Anything else (a missing key, a wrong
-type, a text longer than any honest reply's, a count that is negative or absurd, a name with
-a line break or a terminal's control character, a state that is not a failure, a step the
-protocol does not have, a path that is not the one asked for, a time that is not a finite
+JSON value a frame holds (wire/framing.py bounds a frame's size, nesting and values). Each
+command has one reply shape (SHAPES), and `checked` hands on a copy that holds only what that
+shape names, each of the type and within the bounds it must have. Anything else (a missing
+key, a wrong type, a text longer than any honest reply's, a count that is negative or absurd, a
+name with a line break or a terminal's control character, a state that is not a failure, a
+step the protocol does not have, a path that is not the one asked for, a time that is not a finite
 non-negative number) is a protocol violation, which the parent blames on the candidate; no
 other part of a reply reaches a verdict, a message or a file. The checks are about shape only:
 what a reply claims (an audit, a timing) is still weighed against what the parent and the
@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 import re
 
-from ..result import COMPILE_FAILURE, RUNTIME_ERROR
-from .messages import reply_shape
+from ...result import COMPILE_FAILURE, RUNTIME_ERROR
+from ..wire.messages import reply_shape
 from .verdicts import CONTROL
-from .wire import ProtocolError
+from ..wire.framing import ProtocolError
 
 FAILURE_STATES = (COMPILE_FAILURE, RUNTIME_ERROR)
 EXCEPTION_NAME = re.compile(r"[^\W\d][\w.]{0,199}")

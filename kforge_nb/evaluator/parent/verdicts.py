@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from ..problem import Problem
-from ..result import COMPILE_FAILURE, REJECTED, RUNTIME_ERROR, Result
-from ..targets import Target
+from ...problem import Problem
+from ...result import COMPILE_FAILURE, REJECTED, RUNTIME_ERROR, Result
+from ...targets import Target
 from .process import WorkerFailure
 
 QUOTE = "  | "

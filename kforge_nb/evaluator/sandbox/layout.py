@@ -42,9 +42,9 @@ that cannot be set up is reported, never fatal. On macOS only the environment is
 
 This module is the parent's side: the plan (decided here, carried out in the child), the
 environment's allow-list, the caches and exchange folders, the one-line summary. The caps as
-your process checks them, and what outlives the worker: sandbox_usage.py. The child's side:
-sandbox_child.py (the steps), sandbox_root.py (the file system), sandbox_privileges.py
-(privileges and seccomp), sandbox_libc.py (the system calls).
+your process checks them, and what outlives the worker: sandbox/usage.py. The child's side:
+sandbox/child.py (the steps), sandbox/root.py (the file system), sandbox/privileges.py
+(privileges and seccomp), sandbox/libc.py (the system calls).
 """
 from __future__ import annotations
 

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import torch
 
-from . import audit, harness, integrity, messages, nsight, transfer
-from .worker_common import (build, error_report, load_problem, load_weights, profile_fresh,
-                            run_hook, start)
+from ..wire import messages, transfer
+from . import audit, harness, integrity, nsight
+from .common import build, error_report, load_problem, load_weights, profile_fresh, run_hook, start
 
 
 def candidate_main(conn, job: dict) -> None:
     start(job)
     filename, source = job["filename"], job["source"]
-    from ..targets import get_target
+    from ...targets import get_target
     target = get_target(job["target"])
     problem = load_problem(job) if job.get("problem_source") else None
     audit.count_launches()

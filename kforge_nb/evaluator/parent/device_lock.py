@@ -17,8 +17,8 @@ import re
 import threading
 from contextlib import contextmanager
 
-from ..runtime.native import cache_dir
-from . import safe_open
+from ...runtime.native import cache_dir
+from ..sandbox import safe_open
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _GUARD = threading.Lock()

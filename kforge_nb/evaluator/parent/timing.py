@@ -8,13 +8,21 @@ import os
 import random
 import statistics
 import time
+from pathlib import Path
+from typing import Callable
 
-from ..baselines import long_name
-from ..result import MISMATCH, REJECTED, Result
-from . import clocks, messages, nsight, stats, transfer
-from .figures import TimingFigures, profile_note
+from ...baselines import long_name
+from ...problem import Problem
+from ...result import MISMATCH, REJECTED, Result
+from ...targets import Target
+from . import clocks, figures, stats
+from ..wire import messages, transfer
+from ..worker import nsight
+from .figures import profile_note
+from .options import EvalOptions
 from .process import WorkerFailure, descendants
-from .rival import RivalFailed
+from .rival import Rival, RivalFailed
+from .talk import WorkerTalk
 from .verdicts import CandidateFailed, bad_output, failure_result, overturn
 
 SUSPICIOUS_SPEEDUP = 10.0
@@ -36,15 +44,35 @@ FEW_CALLS = 4                   # the judge checks every timed call of a block t
 LARGE_OUTPUT = 256 << 20        # ... one call a block where outputs are this large
 
 
-class TimedRounds(TimingFigures):
-    """Mixed into Evaluation: talks to the workers through `ask_judge`, `ask_candidate`,
-    `received` and `refused`, and keeps its phases with `lap`."""
+class TimedRounds:
+    """The timing of one correct candidate, held by its Evaluation: it talks to the workers
+    through `talk` (talk.py), has the candidate's replies refused by `refused` and its outputs
+    placed by `exchange_path` (the Evaluation's), and keeps its phases with `lap`. It owns what
+    the timing finds: the policy's baseline, the compile errors, the rival's fate, the cores
+    used outside a side's own time."""
+
+    def __init__(self, talk: WorkerTalk, problem: Problem, target: Target, options: EvalOptions,
+                 folder: Path, *, summary: dict, secret: int, exchange: Path,
+                 exchange_path: Callable[[str], str],
+                 refused: Callable[[dict], Result | None], lap: Callable[[str], None],
+                 rival: Rival | None = None, rival_void: str = ""):
+        self.talk, self.problem, self.target, self.options = talk, problem, target, options
+        self.folder, self.device = folder, target.device()
+        self.summary, self.secret = summary, secret    # the trials' sizes; the seeds' secret
+        self.exchange, self.exchange_path = exchange, exchange_path
+        self.refused, self.lap = refused, lap
+        self.rival = rival              # the best so far, timed beside it (rival.py)
+        self.rival_void = rival_void    # why there is no head-to-head, where one was asked
+        self.rival_wrong = False        # ... because the rival's timed output was wrong
+        self.policy: dict = {}          # the reference's baseline under --precision (policy.py)
+        self.compile_errors: dict[str, str] = {}     # a side's torch.compile that failed
+        self.outside_cores: dict[str, float] = {}    # for result.resources
 
     def time_and_profile(self, result: Result) -> None:
         note = self.target.timing_note()
         sets = self.options.timing_sets(self.summary.get("input_bytes", 0), self.secret)
-        self.policy = self.ask_judge("prepare_timing", sets).get("policy") or {}
-        ready = self.ask_candidate("prepare_timing", sets)
+        self.policy = self.talk.ask_judge("prepare_timing", sets).get("policy") or {}
+        ready = self.talk.ask_candidate("prepare_timing", sets)
         if "failed" in ready:
             return overturn(result, failure_result(ready, self.target))
         self.ready_rival(sets, note)
@@ -76,14 +104,13 @@ class TimedRounds(TimingFigures):
         reference as run under that policy ("policy"); where the baselines ask for it,
         torch.compile'd once by the judge ("compile", and "compile_policy" under the policy).
         A compile that fails is a note (self.compile_errors), never a figure."""
-        self.compile_errors: dict[str, str] = {}
         with_policy = bool(self.policy.get("timed")) and not note
         sides = ["policy"] if with_policy else []
         if "compile" in self.options.baselines and not note:
             for side, under in (("compile_policy", True), ("compile", False)):
                 if side == "compile_policy" and not with_policy:
                     continue
-                reply = self.ask_judge("prepare_compile", under)
+                reply = self.talk.ask_judge("prepare_compile", under)
                 if reply.get("compiled"):
                     sides.append(side)
                 else:
@@ -112,7 +139,7 @@ class TimedRounds(TimingFigures):
             path = self.rival.exchange_path(f"call{call}.bin")
             reply = self.rival.ask("kept_output", call, path)
             checked = {"bad_output": reply["odd_output"]} if reply.get("odd_output") else \
-                self.ask_judge("check_sample", call, path, reply["inputs_after"])
+                self.talk.ask_judge("check_sample", call, path, reply["inputs_after"])
             if "bad_output" in checked or not checked.get("ok"):
                 why = checked.get("bad_output") or checked.get("text", "")
                 self.rival_wrong = True     # the best so far is not: the session drops it
@@ -124,16 +151,16 @@ class TimedRounds(TimingFigures):
         so that no block goes unchecked (a wrong one ends the judging: CandidateFailed; voids
         the head-to-head: RivalFailed)."""
         if side == "candidate":
-            block = self.ask_candidate("time", calls, list(keep))
+            block = self.talk.ask_candidate("time", calls, list(keep))
             if "failed" not in block:
-                checked_after(self, lambda: self.check_timed_calls(block["kept"]))
+                checked_after(self.talk, lambda: self.check_timed_calls(block["kept"]))
             return block
         if side == "rival":
             block = self.rival.ask("time", calls, list(keep))
             checked_after(self.rival, lambda: self.check_rival_calls(block["kept"]))
             return block
-        return self.ask_judge("time", calls, side in ("policy", "compile_policy"),
-                              side.startswith("compile"))
+        return self.talk.ask_judge("time", calls, side in ("policy", "compile_policy"),
+                                   side.startswith("compile"))
 
     def calibrate(self, rounds: int, sides: tuple[str, ...]) -> dict[str, int]:
         """Calls per block on each side, so that the fewest rounds together take about the
@@ -213,7 +240,7 @@ class TimedRounds(TimingFigures):
                     block[side] = self.ask_side(side, calls[side], keep)
                     if "failed" in block[side]:
                         raise CandidateFailed(failure_result(block[side], self.target))
-                    candidate_wall = self.last_wall_ms
+                    candidate_wall = self.talk.last_wall_ms
                     if outside is not None:
                         outside.after(side, cpu_before, candidate_wall / 1e3)
                     continue
@@ -283,6 +310,16 @@ class TimedRounds(TimingFigures):
                 "calls": calls, "rival": "rival" in sides,
                 "cpu": watch.reading() if watch else None}
 
+    def fill_timing(self, result: Result, paired: dict, speedup: float, rechecked: bool,
+                    note: str) -> None:
+        """The rounds' numbers into the verdict (figures.py), the head-to-head among them."""
+        figures.fill_timing(result, paired, speedup, rechecked, note, options=self.options,
+                            summary=self.summary, device=self.device,
+                            reference_source=self.problem.source, policy=self.policy,
+                            compile_errors=self.compile_errors)
+        result.timing.versus = figures.versus(paired, self.options, self.device,
+                                              self.rival_void, self.rival_wrong)
+
     def void_rival(self, why: str) -> None:
         """The head-to-head is off (the candidate's judging goes on): said in its verdict."""
         self.rival_void = self.rival_void or why
@@ -292,7 +329,7 @@ class TimedRounds(TimingFigures):
     def outside_watch(self) -> clocks.Outside | None:
         """The CPU the candidate's (and the rival's) process tree takes while other sides are
         timed (clocks.Outside)."""
-        roots = {"candidate": self.worker.pid}
+        roots = {"candidate": self.talk.candidate.pid}
         if self.rival is not None and not self.rival_void:
             roots["rival"] = self.rival.pid
         return clocks.Outside(roots)
@@ -302,9 +339,9 @@ class TimedRounds(TimingFigures):
         candidate (or the rival) started are not ours (clocks.serving)."""
         if self.device != "cpu":
             return None
-        worker = descendants(self.worker.pid)
-        ours = [os.getpid(), *descendants(self.judge.pid),
-                *clocks.serving(self.worker.pid, worker)]
+        worker = descendants(self.talk.candidate.pid)
+        ours = [os.getpid(), *descendants(self.talk.judge.pid),
+                *clocks.serving(self.talk.candidate.pid, worker)]
         if self.rival is not None and not self.rival_void:
             ours += clocks.serving(self.rival.pid, descendants(self.rival.pid))
         return clocks.CpuWatch(ours, worker).start()
@@ -333,10 +370,10 @@ class TimedRounds(TimingFigures):
         (CandidateFailed)."""
         for call in calls:
             path = self.exchange_path(f"call{call}.bin")
-            reply = self.ask_candidate("kept_output", call, path)
+            reply = self.talk.ask_candidate("kept_output", call, path)
             refused = self.refused(reply)
             if refused is None:
-                checked = self.ask_judge("check_sample", call, path, reply["inputs_after"])
+                checked = self.talk.ask_judge("check_sample", call, path, reply["inputs_after"])
                 if "bad_output" in checked:
                     refused = bad_output(checked["bad_output"], f"timed call {call + 1}")
                 elif "modified" in checked:
@@ -355,11 +392,11 @@ class TimedRounds(TimingFigures):
         profiled call and the timed median differ by more than 2x, a sentence says so."""
         trace, ref_trace = self.folder / "trace.json", self.folder / "reference_trace.json"
         written = self.exchange / "trace.json"      # where the candidate's worker may write
-        reply = self.ask_candidate("profile", str(written))
+        reply = self.talk.ask_candidate("profile", str(written))
         if "failed" in reply:
             raise CandidateFailed(failure_result(reply, self.target))
         transfer.copy_out(str(written), str(trace))
-        reference = self.ask_judge("profile", str(ref_trace))
+        reference = self.talk.ask_judge("profile", str(ref_trace))
         result.profile = {"candidate_events": reply["events"],
                           "reference_events": reference["events"],
                           "trace": str(trace), "reference_trace": str(ref_trace),
@@ -377,12 +414,13 @@ class TimedRounds(TimingFigures):
                 over is not None and (speedup is None or speedup < over)):
             return
         trial = {"seed": self.options.seed_for(self.secret, "nsight"), "distribution": "given"}
-        self.worker.extend(NSIGHT_TIMEOUT_S + 30)
+        candidate = self.talk.candidate
+        candidate.extend(NSIGHT_TIMEOUT_S + 30)
         try:
             command = ("nsight", prefix, str(self.folder / "weights.pt"), trial,
                        NSIGHT_TIMEOUT_S)
-            self.worker.send(messages.outgoing(messages.CANDIDATE, command))
-            reply = self.received(command, self.worker.recv())
+            candidate.send(messages.outgoing(messages.CANDIDATE, command))
+            reply = self.talk.received(command, candidate.recv())
         except (WorkerFailure, OSError) as failure:     # the verdict stands without them
             reply = {"ncu_error": f"the candidate's worker stopped while ncu ran: {failure}"}
         result.profile.update({k: reply[k] for k in ("ncu_csv", "ncu_error") if k in reply})
@@ -397,7 +435,7 @@ def busy_so_far(watch: clocks.CpuWatch) -> bool:
 
 
 def checked_after(worker, check) -> None:
-    """Run `check` after a timed block of `worker` (the Evaluation, for the candidate's, or
+    """Run `check` after a timed block of `worker` (the WorkerTalk, for the candidate's, or
     the Rival), leaving its `last_wall_ms` the block's own: the clocks compare that one."""
     wall = worker.last_wall_ms
     try:

@@ -10,11 +10,12 @@ import os
 
 import torch
 
-from ..result import Correctness
-from . import correctness, harness, messages, policy, transfer, trial_values
+from ...result import Correctness
+from ..wire import messages, transfer
+from . import correctness, harness, policy, trial_values
 from .op_costs import FlopCount
-from .process import available_memory
-from .worker_common import build, error_report, load_problem, profile_fresh, run_hook, start
+from ..parent.process import available_memory
+from .common import build, error_report, load_problem, profile_fresh, run_hook, start
 
 
 def reference_main(conn, job: dict) -> None:

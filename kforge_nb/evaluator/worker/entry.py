@@ -12,11 +12,11 @@ Both are forked from a server that has already imported torch. Commands and repl
 tuples and dicts over a pipe; the parent drives both, one step at a time.
 
 This module is the two entry points the fork server (zygote.py) runs by name; the judge lives in
-judge_worker.py, the candidate in candidate_worker.py, what both share in worker_common.py.
+worker/judge.py, the candidate in worker/candidate.py, what both share in worker/common.py.
 """
 from __future__ import annotations
 
-from .candidate_worker import candidate_main
-from .judge_worker import reference_main
+from .candidate import candidate_main
+from .judge import reference_main
 
 __all__ = ["candidate_main", "reference_main"]

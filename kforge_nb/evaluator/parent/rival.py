@@ -17,16 +17,18 @@ import shutil
 import time
 from pathlib import Path
 
-from .. import artifacts
-from ..problem import Problem
-from ..targets import Target
-from . import messages, replies, sandbox
+from ... import artifacts
+from ...problem import Problem
+from ...targets import Target
+from . import replies
+from ..sandbox import layout
+from ..wire import messages
 from .jobs import candidate_job
 from .options import EvalOptions
 from .process import Worker, WorkerFailure
 from .talk import sandbox_report
 from .verdicts import its_words
-from .wire import ProtocolError
+from ..wire.framing import ProtocolError
 
 
 class RivalFailed(Exception):
@@ -44,7 +46,7 @@ class Rival:
         self.folder.mkdir(exist_ok=True)
         (self.folder / "exchange").mkdir(mode=0o700, exist_ok=True)
         artifacts.write_text(self.folder / "candidate.py", code)
-        self.in_memory = sandbox.make_memory_exchange(self.folder)
+        self.in_memory = layout.make_memory_exchange(self.folder)
         self.last_wall_ms = 0.0
         self.closed = False
         self.worker = Worker("candidate_main", candidate_job(

@@ -1,14 +1,14 @@
 """The evaluator's one message table: every command the parent sends a worker, which worker
 serves it, what it is sent with, and how its reply is checked.
 
-The parent (talk.py, rival.py) sends nothing the table does not give that worker, and each
-worker's loop (judge_worker.Judge.serve, candidate_worker.Candidate.serve) serves only its own
-rows, so no other method of a worker is reachable over its socket. The judge runs kforge's code
-and the reference, and its replies are taken as they come; the candidate's worker runs
-model-written code, so each of its replies is reduced to the shape its row names
-(replies.SHAPES) before any of it is used. Read one judging in this order: protocol.py (the
-steps), this table (what each step asks), the two workers (what they do), replies.py (what a
-candidate's answer may hold).
+The parent (parent/talk.py, parent/rival.py) sends nothing the table does not give that
+worker, and each worker's loop (Judge.serve in worker/judge.py, Candidate.serve in
+worker/candidate.py) serves only its own rows, so no other method of a worker is reachable over
+its socket. The judge runs kforge's code and the reference, and its replies are taken as they
+come; the candidate's worker runs model-written code, so each of its replies is reduced to the
+shape its row names (parent/replies.py SHAPES) before any of it is used. Read one judging in
+this order: parent/protocol.py (the steps), this table (what each step asks), the two workers
+(what they do), parent/replies.py (what a candidate's answer may hold).
 """
 from __future__ import annotations
 

@@ -7,10 +7,10 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..guardrails import Guardrails
-from .harness import RESCALED
+from ...guardrails import Guardrails
+from ..worker.harness import RESCALED
 from .process import default_memory_limit
-from .trial_values import TAILS
+from ..worker.trial_values import TAILS
 
 
 @dataclass

@@ -39,14 +39,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from .. import artifacts, measures
-from ..baselines import long_name
-from ..problem import NULL_BYTE, Problem, decode_source, null_byte_line
-from ..pyparse import parse_ast
-from ..result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
-                      Result)
-from ..targets import Target, get_target
-from . import messages, sandbox
+from ... import artifacts, measures
+from ...baselines import long_name
+from ...problem import NULL_BYTE, Problem, decode_source, null_byte_line
+from ...pyparse import parse_ast
+from ...result import (COMPILE_FAILURE, CORRECT, MISMATCH, REJECTED, UNAVAILABLE, Correctness,
+                       Result)
+from ...targets import Target, get_target
+from ..sandbox import layout
+from ..wire import messages
 from .device_lock import cpu_work, timing_lock
 from .jobs import candidate_job, reference_job
 from .options import EvalOptions
@@ -144,9 +145,13 @@ def compile_only(problem: Problem, candidate: str, target: Target, options: Eval
         worker.close()
 
 
-class Evaluation(WorkerTalk, TimedRounds):
-    """One candidate against one problem: the parent's side of both workers' protocol (the
-    talking in talk.py, the timing in timing.py and figures.py)."""
+class Evaluation:
+    """One candidate against one problem: the parent's side of both workers' protocol. It
+    holds `talk` (talk.py: the two workers, the commands sent and the replies checked) and,
+    for a correct candidate, `timer` (timing.py: the timed rounds; figures.py: their
+    numbers); the trials and the verdict are here. Each `talk.ask_judge("check", ...)` is
+    served by Judge.check (worker/judge.py), each `talk.ask_candidate("trial", ...)` by
+    Candidate.trial (worker/candidate.py): a command is the worker's method of that name."""
 
     def __init__(self, problem: Problem, candidate: str, target: Target, options: EvalOptions,
                  folder: Path, progress: Callable[[str], None] | None = None):
@@ -156,17 +161,12 @@ class Evaluation(WorkerTalk, TimedRounds):
         self.device = target.device()
         self.exchange = folder / "exchange"
         self.exchange.mkdir(mode=0o700, exist_ok=True)
-        self.in_memory = sandbox.make_memory_exchange(folder)    # where outputs fit in memory
-        self.tampered: set[str] = set()
-        self.unaudited: set[str] = set()   # torch calls seen only where no trial saw them
-        self.last_wall_ms = 0.0
-        self.sandbox: dict = {}
-        self.summary: dict = {}
-        self.policy: dict = {}       # the reference's baseline under --precision (policy.py)
+        self.in_memory = layout.make_memory_exchange(folder)    # where outputs fit in memory
+        self.talk = WorkerTalk(problem, options)
+        self.timer: TimedRounds | None = None     # once the candidate is correct and timed
+        self.summary: dict = {}      # the judge's of the problem: sizes, FLOPs, dtypes
         self.rival: Rival | None = None   # the best so far, timed beside it (rival.py)
-        self.rival_void = ""              # why there is no head-to-head, where one was asked
-        self.rival_wrong = False          # ... because the rival's timed output was wrong
-        self.judge_step = "ready"         # what the judge was last asked (talk.judge_stopped)
+        self.rival_void = ""              # why its worker did not start, where one was asked
         self.skipped: list[str] = []
         self.lines = candidate.splitlines()
         self.secret = random.SystemRandom().randrange(1 << 20, 1 << 40)   # seeds: see trial_plan
@@ -180,26 +180,24 @@ class Evaluation(WorkerTalk, TimedRounds):
         # building and checking on the CPU wait for (and hold off) a timing of the CPU
         self.working = contextlib.ExitStack()
         self.working.enter_context(cpu_work(self.device))
-        self.judge = Worker("reference_main", job, max(self.options.timeout_s, 600.0),
-                            self.options.memory_bytes)
-        self.worker = None
+        self.talk.start_judge(job)
         try:
             # The candidate is built while the reference checks its size and computes weights.
-            self.worker = Worker("candidate_main", candidate_job(
+            self.talk.start_candidate(candidate_job(
                 self.problem, self.candidate, self.target, self.options, self.folder,
-                self.device, False), self.options.timeout_s, self.options.memory_bytes)
+                self.device, False))
             self.start_rival()
-            self.judge_reply()                   # ready: its reference built, weights saved
+            self.talk.judge_reply()              # ready: its reference built, weights saved
             return self.finished(self.judged())
         except WorkerFailure as failure:     # the candidate's worker died or overran
-            return self.finished(tampering(runtime_failure(failure), sorted(self.tampered)))
+            return self.finished(tampering(runtime_failure(failure), sorted(self.talk.tampered)))
         except CandidateFailed as failed:    # the judge stopped where the candidate reaches it
             return self.finished(failed.result)
         finally:
             self.working.close()
-            for worker in (self.worker, self.judge, self.rival):
-                if worker is not None:
-                    worker.close()
+            self.talk.close()
+            if self.rival is not None:
+                self.rival.close()
             if self.in_memory is not None:
                 shutil.rmtree(self.in_memory, ignore_errors=True)
 
@@ -215,11 +213,12 @@ class Evaluation(WorkerTalk, TimedRounds):
             self.rival_void = f"its worker did not start: {failure}"
 
     def judged(self) -> Result:
-        self.sandbox = sandbox_report(self.worker)
-        built = self.received(("built",), self.worker.recv())
+        talk = self.talk
+        talk.read_sandbox_report()
+        built = talk.received(("built",), talk.candidate.recv())
         if "failed" in built:
             return failure_result(built, self.target)
-        made = self.ask_candidate("construct", str(self.folder / "weights.pt"))
+        made = talk.ask_candidate("construct", str(self.folder / "weights.pt"))
         if "failed" in made:
             return failure_result(made, self.target)
         self.construction = made["construction"]
@@ -230,16 +229,21 @@ class Evaluation(WorkerTalk, TimedRounds):
         if result.state == CORRECT and self.options.measure:
             with timing_lock(self.device):
                 self.say_compiling()
+                self.timer = TimedRounds(
+                    talk, self.problem, self.target, self.options, self.folder,
+                    summary=self.summary, secret=self.secret, exchange=self.exchange,
+                    exchange_path=self.exchange_path, refused=self.refused, lap=self.lap,
+                    rival=self.rival, rival_void=self.rival_void)
                 try:
-                    self.time_and_profile(result)
+                    self.timer.time_and_profile(result)
                 except CandidateFailed as failed:     # e.g. out of memory while timed
                     overturn(result, failed.result)
                 self.name_compile_mode(result.timing)
                 if result.state == CORRECT and self.options.measure_hook:
                     self.run_hook(result)
-        if result.state == CORRECT and self.unaudited:
-            overturn(result, unaudited_compute(sorted(self.unaudited)))
-        return tampering(result, sorted(self.tampered))
+        if result.state == CORRECT and talk.unaudited:
+            overturn(result, unaudited_compute(sorted(talk.unaudited)))
+        return tampering(result, sorted(talk.tampered))
 
     def say_compiling(self) -> None:
         """Before the timing: that it starts by compiling the reference (max-autotune takes
@@ -269,16 +273,16 @@ class Evaluation(WorkerTalk, TimedRounds):
             if self.repeats_on_large_data(trial, plan[:i]):
                 continue
             if not self.overlap(trial):
-                prepared = self.ask_judge("prepare", i, trial)
+                prepared = self.talk.ask_judge("prepare", i, trial)
                 self.summary = self.summary or prepared.get("summary", {})
                 path = self.exchange_path(f"trial{i}.bin")
                 reply = None if "skipped" in prepared else \
-                    self.ask_candidate("trial", i, prepared["prepared"], path)
+                    self.talk.ask_candidate("trial", i, prepared["prepared"], path)
             else:   # the reference computed while the candidate runs: both cores at work
                 path = self.exchange_path(f"trial{i}.bin")
-                self.tell_judge(("prepare", i, trial))
-                reply = self.ask_candidate("trial", i, trial, path)
-                prepared = self.judge_reply()
+                self.talk.tell_judge(("prepare", i, trial))
+                reply = self.talk.ask_candidate("trial", i, trial, path)
+                prepared = self.talk.judge_reply()
             if "skipped" in prepared:
                 self.skipped.append(prepared["skipped"])
                 continue
@@ -286,7 +290,7 @@ class Evaluation(WorkerTalk, TimedRounds):
             if refused:
                 return refused
             launches.update(reply["audit"]["launches"])
-            checked = self.ask_judge("check", path, reply["inputs_after"])
+            checked = self.talk.ask_judge("check", path, reply["inputs_after"])
             if "bad_output" in checked:
                 return bad_output(checked["bad_output"], f"trial {i + 1}")
             report = checked["report"]
@@ -386,14 +390,14 @@ class Evaluation(WorkerTalk, TimedRounds):
         trial = {"seed": self.options.seed_for(self.secret, "hook"), "distribution": "given"}
         command = ("measure_hook", self.options.measure_hook, self.options.measure_label, trial)
         answers = {}
-        for side, worker, role in (("reference", self.judge, messages.JUDGE),
-                                   ("candidate", self.worker, messages.CANDIDATE)):
+        for side, worker, role in (("reference", self.talk.judge, messages.JUDGE),
+                                   ("candidate", self.talk.candidate, messages.CANDIDATE)):
             worker.extend(self.options.timeout_s)
             try:
                 worker.send(messages.outgoing(role, command))
                 answer = worker.recv()
-                if worker is self.worker:
-                    answer = self.received(command, answer)
+                if role == messages.CANDIDATE:
+                    answer = self.talk.received(command, answer)
                 failed = answer.get("failed")    # an error outside the hook's own code
                 answers[side] = answer if not failed else \
                     {"errors": [f"{failed['type']}: {failed['text'][:300]}"]}
@@ -405,15 +409,17 @@ class Evaluation(WorkerTalk, TimedRounds):
 
     def finished(self, result: Result) -> Result:
         """What every verdict carries: where the candidate ran, and the memory it took."""
-        result.sandbox = self.sandbox or {"enabled": self.options.sandbox}
+        result.sandbox = self.talk.sandbox or {"enabled": self.options.sandbox}
         if not self.options.sandbox:
-            result.message += " | " + sandbox.one_line(result.sandbox)
+            result.message += " | " + layout.one_line(result.sandbox)
         gib = lambda n: round(n / 2**30, 3)  # noqa: E731
-        result.resources = {"reference_peak_gib": gib(self.judge.peak_rss),
-                            "candidate_peak_gib": gib(self.worker.peak_rss if self.worker else 0),
+        judge, candidate = self.talk.judge, self.talk.candidate
+        result.resources = {"reference_peak_gib": gib(judge.peak_rss),
+                            "candidate_peak_gib": gib(candidate.peak_rss if candidate else 0),
                             "input_gib": gib(self.summary.get("input_bytes", 0)),
                             "min_gib_moved": gib(self.summary.get("min_bytes") or 0),
                             "seconds": self.phases}
-        if getattr(self, "outside_cores", None):    # cores each worker used while others ran
-            result.resources["outside_cores"] = self.outside_cores
+        if self.timer is not None and self.timer.outside_cores:
+            # the cores each worker used while others were timed
+            result.resources["outside_cores"] = self.timer.outside_cores
         return result

@@ -31,7 +31,7 @@ import copy
 
 import torch
 
-from ..result import Correctness
+from ...result import Correctness
 from . import trial_values
 from .harness import as_tensor_list
 

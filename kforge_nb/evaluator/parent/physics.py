@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..devices import Guaranteed
-    from ..result import Result, Roofline
+    from ...devices import Guaranteed
+    from ...result import Result, Roofline
 
 MARGIN = 2.0
 RULE = "faster-than-hardware"
@@ -90,7 +90,7 @@ def check(result: "Result", summary: dict, device: str) -> str | None:
     """After a real timing: the refusal message where the time is below the physics floor;
     otherwise None, after adding ceiling_note's sentence to the timing's note where the
     roofline was beaten."""
-    from ..devices import guaranteed_peaks
+    from ...devices import guaranteed_peaks
     timing = result.timing
     if not timing.real:
         return None

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import time
 
-from ..problem import ProblemError
-from ..result import RUNTIME_ERROR, Result
-from . import messages, replies
+from ...problem import Problem, ProblemError
+from ...result import RUNTIME_ERROR, Result
+from . import replies
+from ..wire import messages
+from .options import EvalOptions
 from .process import Worker, WorkerFailure
 from .verdicts import CandidateFailed, end_of_log, judge_stopped, problem_message
-from .wire import ProtocolError
+from ..wire.framing import ProtocolError
 
 
 def checked_reply(worker: Worker, command: tuple, reply: dict) -> dict:
@@ -36,16 +38,49 @@ def sandbox_report(worker: Worker) -> dict:
 
 
 class WorkerTalk:
-    """Mixed into Evaluation: `self.judge` and `self.worker` are its two Workers, and
-    `self.tampered` / `self.unaudited` collect what the candidate's replies say;
-    `self.judge_step` is what the judge was last asked."""
+    """The two workers of one judging and the conversation with them, held by its Evaluation:
+    `judge` and `candidate` are the Workers (started by start_judge / start_candidate);
+    `tampered` and `unaudited` collect what the candidate's replies say, `sandbox` is its
+    sandbox report, `judge_step` what the judge was last asked, `last_wall_ms` the parent's
+    clock around the candidate's last reply."""
+
+    def __init__(self, problem: Problem, options: EvalOptions):
+        self.problem, self.options = problem, options
+        self.judge: Worker | None = None
+        self.candidate: Worker | None = None
+        self.sandbox: dict = {}
+        self.tampered: set[str] = set()
+        self.unaudited: set[str] = set()   # torch calls seen only where no trial saw them
+        self.judge_step = "ready"
+        self.last_wall_ms = 0.0
+
+    def judge_timeout_s(self) -> float:
+        """The judge's deadline for a step: the reference may take minutes on a large problem,
+        whatever the candidate's timeout."""
+        return max(self.options.timeout_s, 600.0)
+
+    def start_judge(self, job: dict) -> None:
+        self.judge = Worker("reference_main", job, self.judge_timeout_s(),
+                            self.options.memory_bytes)
+
+    def start_candidate(self, job: dict) -> None:
+        self.candidate = Worker("candidate_main", job, self.options.timeout_s,
+                                self.options.memory_bytes)
+
+    def read_sandbox_report(self) -> None:
+        self.sandbox = sandbox_report(self.candidate)
+
+    def close(self) -> None:
+        for worker in (self.candidate, self.judge):
+            if worker is not None:
+                worker.close()
 
     def ask_judge(self, *command) -> dict:
         self.tell_judge(command)
         return self.judge_reply()
 
     def tell_judge(self, command: tuple) -> None:
-        self.judge.extend(max(self.options.timeout_s, 600.0))
+        self.judge.extend(self.judge_timeout_s())
         self.judge_step = command[0]
         try:
             self.judge.send(messages.outgoing(messages.JUDGE, command))
@@ -90,19 +125,19 @@ class WorkerTalk:
             not str(said).startswith("isolated")
 
     def ask_candidate(self, *command) -> dict:
-        self.worker.extend(self.options.timeout_s)
+        self.candidate.extend(self.options.timeout_s)
         began = time.monotonic()
         try:
-            self.worker.send(messages.outgoing(messages.CANDIDATE, command))
+            self.candidate.send(messages.outgoing(messages.CANDIDATE, command))
         except OSError:
             pass      # its end is closed: waiting for the reply says why (its exit, a deadline)
-        reply = self.received(command, self.worker.recv())
+        reply = self.received(command, self.candidate.recv())
         self.last_wall_ms = (time.monotonic() - began) * 1e3     # the parent's own clock
         return reply
 
     def received(self, command: tuple, reply: dict) -> dict:
         """A reply of the candidate's worker, once its shape is checked (replies.py)."""
-        reply = checked_reply(self.worker, command, reply)
+        reply = checked_reply(self.candidate, command, reply)
         self.tampered.update(reply["tampered"])
         self.unaudited.update(reply.get("unaudited", []))
         return reply

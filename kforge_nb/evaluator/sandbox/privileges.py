@@ -9,8 +9,8 @@ import os
 import platform
 from pathlib import Path
 
-from .sandbox_libc import (CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS,
-                           CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS, libc, sys_prctl)
+from .libc import (CLONE_NEWCGROUP, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID,
+                   CLONE_NEWUSER, CLONE_NEWUTS, libc, sys_prctl)
 
 NOBODY = 65534                       # the uid/gid a root worker becomes
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 4, 24, 38, 47

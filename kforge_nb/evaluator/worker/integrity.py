@@ -40,14 +40,16 @@ def resolve(path: str):
 
 # every module whose code runs in a worker once the candidate is loaded (a new one joins here;
 # tests/test_trust_protocol.py checks that the workers' imports are all listed)
-OWN_MODULES = ("harness", "transfer", "audit", "workers", "worker_common", "judge_worker",
-               "candidate_worker", "correctness", "integrity", "wire", "policy", "nsight",
-               "op_costs", "trial_values", "messages")
+# (their names under kforge_nb.evaluator)
+OWN_MODULES = ("worker.harness", "worker.audit", "worker.entry", "worker.common", "worker.judge",
+               "worker.candidate", "worker.correctness", "worker.integrity", "worker.policy",
+               "worker.nsight", "worker.op_costs", "worker.trial_values", "wire.transfer",
+               "wire.framing", "wire.messages")
 
 
 def own_modules() -> list[types.ModuleType]:
-    return [m for short in OWN_MODULES
-            if (m := sys.modules.get(f"kforge_nb.evaluator.{short}")) is not None]
+    return [m for name in OWN_MODULES
+            if (m := sys.modules.get(f"kforge_nb.evaluator.{name}")) is not None]
 
 
 def own_functions() -> dict[str, tuple[object, str]]:

@@ -1,7 +1,7 @@
 """Nsight Compute's hardware counters for a correct candidate, where `ncu` is on the PATH.
 
 `ncu` profiles a process it starts, so the candidate worker (inside its sandbox) starts
-`ncu ... python -m kforge_nb.evaluator.nsight JOB.json`: a child that rebuilds the candidate
+`ncu ... python -m kforge_nb.evaluator.worker.nsight JOB.json`: a child that rebuilds the candidate
 with the judged weights, warms it up (Triton compiles on the first call) and runs one forward
 between cudaProfilerStart and Stop, so only that call's kernels are replayed. The child inherits
 the worker's namespaces and scrubbed environment; its output is never a verdict, only the
@@ -68,12 +68,12 @@ def profile(prefix: list[str], job: dict, folder: Path, timeout_s: float) -> dic
     """Run the child under `prefix` (in the calling worker's sandbox): {"ncu_csv": text} when
     ncu reported kernels, else {"ncu_error": why} (no counters on this host, a timeout...)."""
     job_file = folder / "nsight-job.json"
-    package_root = str(Path(__file__).resolve().parents[2])
+    package_root = str(Path(__file__).resolve().parents[3])   # above kforge_nb/evaluator/worker/
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
     try:
         job_file.write_text(json.dumps(job))
-        done = subprocess.run([*prefix, sys.executable, "-m", "kforge_nb.evaluator.nsight",
+        done = subprocess.run([*prefix, sys.executable, "-m", "kforge_nb.evaluator.worker.nsight",
                                str(job_file)], capture_output=True, text=True, env=env,
                               timeout=timeout_s, cwd=folder)
     except subprocess.TimeoutExpired:
@@ -92,14 +92,14 @@ def run_once(job: dict) -> None:
     """The child: the candidate rebuilt as judged, warmed, one forward profiled."""
     import torch
 
-    from . import harness, worker_common
-    worker_common.start(job)
+    from . import common, harness
+    common.start(job)
     device = job["device"]
-    problem = worker_common.load_problem(job)
+    problem = common.load_problem(job)
     module = harness.load_module(job["source"], job["filename"], "kforge_candidate")
     cls = getattr(module, "ModelNew", None) or getattr(module, "NewModel")
-    model = worker_common.build(cls, problem, job, device)
-    worker_common.load_weights(model, harness.torch_load(job["weights"], weights_only=True), device)
+    model = common.build(cls, problem, job, device)
+    common.load_weights(model, harness.torch_load(job["weights"], weights_only=True), device)
     inputs = harness.trial_inputs(problem, job["trial"], device)
     cuda = device.startswith("cuda")
     with torch.no_grad():

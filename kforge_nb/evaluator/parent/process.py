@@ -4,7 +4,7 @@ Workers come from a fork server (zygote.py) that pre-imports torch once, so a ne
 costs a fork. Each worker leads its own process group; killing it also kills any compiler it
 started. A worker that dies (signal, exit) or overruns its limits becomes a `WorkerFailure`
 whose message says which. A sandboxed worker's memory also counts its own tmpfs, and its
-folders on disk have caps of their own (sandbox_usage.py).
+folders on disk have caps of their own (sandbox/usage.py).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import sys
 import threading
 import time
 
-from . import sandbox_usage
-from .wire import Channel, ProtocolError, recv, send
+from ..sandbox import usage
+from ..wire.framing import Channel, ProtocolError, recv, send
 
 
 def available_memory() -> int:
@@ -50,8 +50,8 @@ class Zygote:
     """The parent's handle on the fork server: start it once, ask it for workers."""
 
     def __init__(self):
-        from ..targets.triton import TritonTarget
-        from .sandbox import without_credentials
+        from ...targets.triton import TritonTarget
+        from ..sandbox.layout import without_credentials
         # Triton reads TRITON_INTERPRET when it is imported, and the zygote imports it (through
         # torch._dynamo), so the interpreter must be chosen here, for every worker. No
         # credential enters it: a forked worker could read its start-up environment from
@@ -59,8 +59,8 @@ class Zygote:
         env = without_credentials({**OPENMP, **os.environ, **TritonTarget().worker_env()})
         self.sock, theirs = socket.socketpair()
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys, socket; from kforge_nb.evaluator.zygote import "
-             "serve; serve(socket.socket(fileno=int(sys.argv[1])))", str(theirs.fileno())],
+            [sys.executable, "-c", "import sys, socket; from kforge_nb.evaluator.wire.zygote "
+             "import serve; serve(socket.socket(fileno=int(sys.argv[1])))", str(theirs.fileno())],
             pass_fds=[theirs.fileno()], env=env)
         theirs.close()
         self.lock = threading.Lock()
@@ -237,7 +237,8 @@ class LogSink:
 
 
 class Worker:
-    """One child process running `workers.<function>(conn, job)`; `recv()` enforces the deadline and memory cap."""
+    """One child process running `entry.<function>(conn, job)` (worker/entry.py); `recv()`
+    enforces the deadline and memory cap."""
 
     def __init__(self, function: str, job: dict, timeout_s: float, memory_bytes: int):
         self.server = zygote()
@@ -250,7 +251,7 @@ class Worker:
         self.timeout_s, self.memory_bytes = timeout_s, memory_bytes
         self.peak_rss = 0
         self.sandbox = job.get("sandbox") or {}
-        self.watch = sandbox_usage.Watch(self.sandbox, self.pid)
+        self.watch = usage.Watch(self.sandbox, self.pid)
 
     def held(self) -> int:
         """The memory it holds against its cap: its processes', and its own tmpfs'."""
@@ -350,10 +351,10 @@ class Worker:
         self.wait(5)
 
     def close(self) -> None:
-        """Stopped (killed after 5 s), what its sandbox held kept or removed (sandbox_usage)."""
+        """Stopped (killed after 5 s), what its sandbox held kept or removed (sandbox/usage.py)."""
         try:
             if self.alive():
-                sandbox_usage.keep_home(self.sandbox, self.pid)
+                usage.keep_home(self.sandbox, self.pid)
                 self.conn.send(("stop",))
                 self.wait(5)
         except (BrokenPipeError, OSError):
@@ -362,7 +363,7 @@ class Worker:
             self.kill()
         self.conn.close()
         self.log.close()
-        sandbox_usage.tidy(self.sandbox, self.pid)
+        usage.tidy(self.sandbox, self.pid)
 
 
 def default_memory_limit() -> int:

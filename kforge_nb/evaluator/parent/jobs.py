@@ -6,11 +6,11 @@ import ast
 import os
 from pathlib import Path
 
-from ..problem import Problem
-from ..pyparse import parse_ast
-from ..targets import Target
-from ..targets.triton import cuda_present
-from . import sandbox
+from ...problem import Problem
+from ...pyparse import parse_ast
+from ...targets import Target
+from ...targets.triton import cuda_present
+from ..sandbox import layout
 from .options import EvalOptions
 
 
@@ -38,7 +38,7 @@ def candidate_job(problem: Problem, candidate: str, target: Target, options: Eva
             "device": device, "compile_only": compile_only, "init_seed": options.seed,
             "precision": options.precision, "allowed_ops": allowed,
             "env": target.worker_env(), "log": str(folder / "worker.log"),
-            "sandbox": sandbox.plan(folder, options.sandbox, candidate, options.memory_bytes,
+            "sandbox": layout.plan(folder, options.sandbox, candidate, options.memory_bytes,
                                     data_files(problem.source))}
 
 

@@ -1,18 +1,19 @@
-"""The sandbox as the candidate's worker enters it (zygote.py calls both steps): new namespaces
-in its first process, then in the process that runs the candidate the new root (sandbox_root),
-privileges dropped and the syscall filter (sandbox_privileges), the environment's allow-list and
-its home. Each layer is tried separately and reported; a layer that fails is never fatal."""
+"""The sandbox as the candidate's worker enters it (wire/zygote.py calls both steps): new
+namespaces in its first process, then in the process that runs the candidate the new root
+(root.py), privileges dropped and the syscall filter (privileges.py), the environment's
+allow-list and its home. Each layer is tried separately and reported; a layer that fails is
+never fatal."""
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
 
-from .sandbox import TMP_CAP, candidate_env, is_credential
-from .sandbox_libc import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
-                           sys_prctl, sys_unshare)
-from .sandbox_privileges import PR_SET_DUMPABLE, drop_privileges, filter_syscalls
-from .sandbox_root import new_root, read_only_outside
+from .layout import TMP_CAP, candidate_env, is_credential
+from .libc import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, sys_prctl,
+                   sys_unshare)
+from .privileges import PR_SET_DUMPABLE, drop_privileges, filter_syscalls
+from .root import new_root, read_only_outside
 
 
 def enter_namespaces(spec: dict) -> dict:

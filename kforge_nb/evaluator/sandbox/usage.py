@@ -25,8 +25,8 @@ import stat
 import time
 
 from . import safe_open
-from .sandbox import CACHE_CAP, TMPFS_TAG, exchange_link
-from .sandbox_root import mount_table
+from .layout import CACHE_CAP, TMPFS_TAG, exchange_link
+from .root import mount_table
 
 MAX_ENTRIES = 20_000     # files and folders a capped folder may hold (each costs the kernel)
 MAX_DEPTH = 16

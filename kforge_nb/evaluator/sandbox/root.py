@@ -16,10 +16,9 @@ import stat
 import sys
 from pathlib import Path
 
-from .sandbox import TMP_CAP, TMPFS_TAG, exchange_link
-from .sandbox_libc import (MNT_DETACH, MS_BIND, MS_NOATIME, MS_NODEV, MS_NODIRATIME, MS_NOEXEC,
-                           MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_RELATIME, MS_REMOUNT,
-                           libc, sys_mount)
+from .layout import TMP_CAP, TMPFS_TAG, exchange_link
+from .libc import (MNT_DETACH, MS_BIND, MS_NOATIME, MS_NODEV, MS_NODIRATIME, MS_NOEXEC, MS_NOSUID,
+                   MS_PRIVATE, MS_RDONLY, MS_REC, MS_RELATIME, MS_REMOUNT, libc, sys_mount)
 
 # statvfs's f_flag bits, and the mount flags they stand for (a remount must keep the locked ones)
 ST_TO_MS = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME,
@@ -46,7 +45,8 @@ def _under(path: str, folder: str) -> bool:
 def visible_paths() -> list[str]:
     """What the worker reads: the interpreter, its prefixes, sys.path (not a project folder:
     only the kforge_nb package out of one), the system folders. Absolute, not resolved."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../kforge_nb
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # (.../kforge_nb: this file is kforge_nb/evaluator/sandbox/root.py)
     paths = [p for p in SYSTEM_DIRS if os.path.lexists(p)]
     paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               os.path.dirname(os.path.abspath(sys.executable)),

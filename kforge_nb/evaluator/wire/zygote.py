@@ -3,7 +3,7 @@
 Why not multiprocessing's forkserver: it re-runs the caller's `__main__` in every child, which
 breaks scripts without a `__main__` guard and costs time. This one knows nothing of the caller.
 
-Protocol over a Unix socket (the parent holds the other end), JSON frames (wire.py):
+Protocol over a Unix socket (the parent holds the other end), JSON frames (wire/framing.py):
   parent -> zygote: [function name, job] with two file descriptors attached: the
                     child's end of a fresh connection to the parent, and the write end of
                     the pipe its stdout/stderr go to (the parent caps and keeps the log)
@@ -18,12 +18,12 @@ import signal
 import socket
 import sys
 
-from .wire import Channel, close_other_fds, recv, send
+from .framing import Channel, close_other_fds, recv, send
 
 
 def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
     """The worker: its own process group, output to the parent's log pipe, the sandbox."""
-    from . import sandbox_child
+    from ..sandbox import child
     os.setsid()  # own process group: the parent can kill compilers we start along with us
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -32,15 +32,15 @@ def run_child(function: str, job: dict, conn_fd: int, log_fd: int) -> None:
     os.dup2(null, 0)
     close_other_fds(keep=(conn_fd,))
     spec = job.get("sandbox") or {}
-    report = sandbox_child.enter_namespaces(spec) if spec else {}
+    report = child.enter_namespaces(spec) if spec else {}
     if str(report.get("processes", "")).startswith("isolated"):
         become_init(conn_fd)
     code = 0
     try:
         if spec:
-            job["sandbox_report"] = sandbox_child.finish(spec, report)
-        from . import workers
-        getattr(workers, function)(Channel(conn_fd), job)
+            job["sandbox_report"] = child.finish(spec, report)
+        from ..worker import entry
+        getattr(entry, function)(Channel(conn_fd), job)
     except BaseException:  # the parent reads the log and the exit status
         import traceback
         traceback.print_exc()
@@ -118,7 +118,7 @@ def warm_compile() -> None:
 
 
 def serve(sock: socket.socket) -> None:
-    from . import workers  # noqa: F401  (the point of this process: torch imported once)
+    from ..worker import entry  # noqa: F401  (the point of this process: torch imported once)
     # Ctrl-C in a terminal or "interrupt kernel" in Jupyter signals the whole process group:
     # that is the caller's to handle; the fork server carries on (and ends with its socket).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
