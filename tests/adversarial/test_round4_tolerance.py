@@ -11,6 +11,8 @@ answer of the builtin agent's problems passing on every tails trial.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -32,7 +34,10 @@ EXPLOITS = {
         "softmax_16m", "r4c_cpp_softmax_uniform", MISMATCH, says=["relative error norm"]),
     "complex64 output with an all-zero imaginary part": Case(
         "complex_rotate", "r4c_cpp_complex_real_only", MISMATCH,
-        says=["100.00% of values outside", "imaginary part 0, expected"]),
+        # nearly all: a value whose real part the trial drew as 0 (or within the tolerance) is
+        # answered right by a zero imaginary part, so the share is not always 100 %
+        says=["% of values outside", "imaginary part 0, expected"],
+        says_re=r"\b(?:100\.00|99\.\d\d)% of values outside"),
     "ReLU answering 0 above 40": Case(
         "relu", "r4c_cpp_relu_zero_above_40", MISMATCH, says=["trial 5 (seed ", TAILS_TRIAL]),
     "softmax without the max subtracted (exp overflows past 88)": Case(
@@ -58,6 +63,7 @@ def test_round4_wrong_answer_is_a_mismatch(name, judge_case):
     full = result.message + " " + (result.correctness.failed_check or "")
     for fragment in case.says:
         assert fragment in full, full
+    assert re.search(case.says_re, full), full
 
 
 @pytest.mark.parametrize("name", list(RUNS_HERE))
