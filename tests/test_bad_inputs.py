@@ -371,10 +371,10 @@ def test_cli_unusable_reference_exits_2_with_one_line(kforge_cli, tmp_path, case
      "no `class ModelNew(nn.Module)`"),
     (PNG, COMPILE_FAILURE, "byte 0x89 is not UTF-8 text"),
 ], ids=["empty", "no ModelNew", "binary"])
-def test_cli_bad_candidate_exits_1_with_a_verdict(kforge_cli, tmp_path, content, state, says):
+def test_cli_bad_candidate_exits_1_with_a_verdict(kforge_main, tmp_path, content, state, says):
     path = tmp_path / "cand.py"
     path.write_bytes(content)
-    proc = kforge_cli("eval", str(PROBLEMS / "relu.py"), str(path), *FAST)
+    proc = kforge_main("eval", str(PROBLEMS / "relu.py"), str(path), *FAST)
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert result["state"] == state and says in result["message"]
