@@ -33,8 +33,8 @@ EXPECTED_PARTS = {  # label -> uses in the forward
 }
 
 
-def test_list_finds_the_parts_shares_identical_blocks_and_checks_the_split(kforge_cli):
-    done = kforge_cli("model", str(MODEL), "--target", "cpp", "--list", "--json")
+def test_list_finds_the_parts_shares_identical_blocks_and_checks_the_split(kforge_main):
+    done = kforge_main("model", str(MODEL), "--target", "cpp", "--list", "--json")
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     labels = {p["label"]: p["occurrences"] for p in found["parts"]}
