@@ -59,6 +59,27 @@ def kforge_cli(tmp_path):
     return run
 
 
+@pytest.fixture
+def kforge_main(tmp_path, monkeypatch, capsys):
+    """Run `kforge ARGS...` as `kforge_nb.cli.main(ARGS)` in this process, in a scratch folder:
+    its exit status, stdout and stderr as kforge_cli returns them. For what the CLI says (usage
+    errors, a verdict's JSON), where a fresh interpreter would only import torch again (~3 s of
+    a core each); kforge_cli where the process itself is the point (stdout holding nothing but
+    the JSON while C++ prints, a signal, a run left behind)."""
+    from kforge_nb.cli import main
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(tmp_path)
+        capsys.readouterr()                     # only what this command says
+        try:
+            code = main(list(args))
+        except SystemExit as exited:            # argparse's own usage errors
+            code = exited.code
+        said = capsys.readouterr()
+        return subprocess.CompletedProcess(["kforge", *args], code, said.out, said.err)
+    return run
+
+
 ADVERSARIAL = REPO / "tests" / "adversarial"
 
 

@@ -1,5 +1,9 @@
 """`kforge eval`: one JSON object with --json; exit 0 iff correct, 1 for any other verdict,
-2 with a one-paragraph message for an unusable reference."""
+2 with a one-paragraph message for an unusable reference.
+
+Exit 0 and 1 from a real `kforge` process (stdout holds the JSON alone while C++ prints); the
+rule and the unusable references through cli.main in this process (kforge_main), as the
+process would say them, without importing torch again for each."""
 import json
 
 import pytest
@@ -33,8 +37,8 @@ def test_cli_exits_1_when_the_verdict_is_not_correct(kforge_cli):
     assert result["state"] == "mismatch"
 
 
-def test_cli_ban_option_rejects_with_exit_1(kforge_cli):
-    proc = kforge_cli("eval", str(PROBLEMS / "relu.py"), str(CANDIDATES / "cpp_relu.py"),
+def test_cli_ban_option_rejects_with_exit_1(kforge_main):
+    proc = kforge_main("eval", str(PROBLEMS / "relu.py"), str(CANDIDATES / "cpp_relu.py"),
                       "--ban", "int64_t", *FAST)
     result = only_json_object(proc.stdout)
     assert proc.returncode == 1
@@ -47,8 +51,8 @@ def test_cli_ban_option_rejects_with_exit_1(kforge_cli):
     ("get_inputs_raises", "running the reference raised RuntimeError"),
 ])
 def test_cli_unusable_reference_exits_2_with_one_paragraph_and_no_traceback(
-        kforge_cli, reference, says):
-    proc = kforge_cli("eval", str(PROBLEMS / f"{reference}.py"), str(CANDIDATES / "cpp_relu.py"),
+        kforge_main, reference, says):
+    proc = kforge_main("eval", str(PROBLEMS / f"{reference}.py"), str(CANDIDATES / "cpp_relu.py"),
                       *FAST)
     assert proc.returncode == 2
     assert proc.stdout == ""

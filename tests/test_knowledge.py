@@ -145,8 +145,8 @@ def test_a_malformed_user_note_is_named(tmp_path):
         kb.user_notes([tmp_path])
 
 
-def test_a_missing_folder_is_a_usage_error(kforge_cli, tmp_path):
-    done = kforge_cli("run", str(EXAMPLES / "softmax.py"), "--knowledge", "missing/",
+def test_a_missing_folder_is_a_usage_error(kforge_main, tmp_path):
+    done = kforge_main("run", str(EXAMPLES / "softmax.py"), "--knowledge", "missing/",
                       "--provider", "builtin", "--target", "cpp")
     assert done.returncode == 2
     assert "--knowledge" in done.stderr and "'missing/' is not a folder" in done.stderr

@@ -103,9 +103,9 @@ def test_values_that_are_not_numbers_are_errors_for_their_keys(judge):
     ("x = 1\n", "defines no `measure`"),
     ("def measure(model, inputs)\n", "line 1"),
 ])
-def test_an_unusable_hook_file_is_a_usage_error(kforge_cli, tmp_path, hook, says):
+def test_an_unusable_hook_file_is_a_usage_error(kforge_main, tmp_path, hook, says):
     path = hook_file(tmp_path, hook) if hook is not None else str(tmp_path / "missing.py")
-    done = kforge_cli("eval", str(problem_path("relu")), str(CANDIDATES / "cpp_relu.py"), *FAST,
+    done = kforge_main("eval", str(problem_path("relu")), str(CANDIDATES / "cpp_relu.py"), *FAST,
                       "--measure", path)
     assert done.returncode == 2
     assert f"kforge: --measure {path}" in done.stderr and says in done.stderr
@@ -115,10 +115,10 @@ def test_an_unusable_hook_file_is_a_usage_error(kforge_cli, tmp_path, hook, says
     (["--objective", "calls_per_s"], "give one (def measure(model, inputs)"),
     (["--measure", "HOOK", "--objective", "calls_per_s:fast"], "NAME, NAME:min or NAME:max"),
 ])
-def test_an_objective_without_a_hook_or_a_direction_is_a_usage_error(kforge_cli, tmp_path, flags,
+def test_an_objective_without_a_hook_or_a_direction_is_a_usage_error(kforge_main, tmp_path, flags,
                                                                       says):
     flags = [hook_file(tmp_path, THROUGHPUT) if f == "HOOK" else f for f in flags]
-    done = kforge_cli("run", str(problem_path("relu")), "--provider", "builtin", *flags)
+    done = kforge_main("run", str(problem_path("relu")), "--provider", "builtin", *flags)
     assert done.returncode == 2 and says in done.stderr
 
 

@@ -33,8 +33,8 @@ EXPECTED_PARTS = {  # label -> uses in the forward
 }
 
 
-def test_list_finds_the_parts_shares_identical_blocks_and_checks_the_split(kforge_cli):
-    done = kforge_cli("model", str(MODEL), "--target", "cpp", "--list", "--json")
+def test_list_finds_the_parts_shares_identical_blocks_and_checks_the_split(kforge_main):
+    done = kforge_main("model", str(MODEL), "--target", "cpp", "--list", "--json")
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     labels = {p["label"]: p["occurrences"] for p in found["parts"]}
@@ -224,15 +224,15 @@ def test_a_measurement_hook_on_the_recomposed_model(kforge_cli):
     assert part["measures"]["candidate"]["tokens_per_s"] > 0    # the part's session, too
 
 
-def test_a_provider_that_cannot_start_stops_the_model_at_its_first_part(tmp_path):
+def test_a_provider_that_cannot_start_stops_the_model_at_its_first_part(kforge_main,
+                                                                        monkeypatch):
     """No API key for --provider anthropic: the first part's session says why, and the model
     stops there (exit 2) instead of failing every part the same way."""
     import os
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run([sys.executable, "-m", "kforge_nb.cli", "model", str(MODEL),
-                           "--target", "cpp", "--provider", "anthropic", "--json"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    for key in [k for k in os.environ if k.startswith("ANTHROPIC_")]:
+        monkeypatch.delenv(key)
+    done = kforge_main("model", str(MODEL), "--target", "cpp", "--provider", "anthropic",
+                       "--json")
     assert done.returncode == 2, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert "provider error" in summary["error"] and "ANTHROPIC_API_KEY" in summary["error"]

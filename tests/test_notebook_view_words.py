@@ -5,12 +5,16 @@ one numbering of iterations, an evaluated edit shown in the Errors tab, and the 
 record a cell keeps once its run has ended) with its controls off, saying what to use instead."""
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from tests.test_magic import BROKEN, FASTER, GOOD, WRONG, answer, api, ip, kforge  # noqa: F401
-from tests.test_magic import recommendation
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.test_magic import ip  # noqa: F401
+from tests.test_magic import (BROKEN, FAST, FASTER, GOOD, SOFTMAX_CELL, WRONG, answer, magics,
+                              recommendation)
 from tests.test_notebook_labextension import pytestmark, record_of, render  # noqa: F401
 
 
@@ -22,17 +26,34 @@ def to_precision(value: float, digits: int) -> str:
     return format(exact.quantize(quantum, rounding=ROUND_HALF_UP).normalize(), "f")
 
 
-@pytest.fixture
-def finished(api, kforge):     # noqa: F811
-    """A run of 3 iterations under --trials 2: 0.0 does not compile, 1.0 is correct, then one
-    recommendation accepted gives 2.0."""
-    api([answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)])
-    return kforge("--iterations 3")
+@dataclass
+class Finished:
+    session: object       # the live session (an edit can still be judged on it)
+    record: dict          # its record as the run ended, before any test judged an edit
+
+
+@pytest.fixture(scope="module")
+def finished(ip, tmp_path_factory):     # noqa: F811
+    """One run for the whole file (each test draws its record; one session, not five): 3
+    iterations under --trials 2: 0.0 does not compile, 1.0 is correct, then one recommendation
+    accepted gives 2.0."""
+    script = [answer(BROKEN), answer(GOOD), recommendation(), answer(FASTER)]
+    with pytest.MonkeyPatch.context() as env, FakeAnthropic(script) as server:
+        env.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+        env.setenv("ANTHROPIC_BASE_URL", server.url)
+        out = tmp_path_factory.mktemp("view-words") / "runs"
+        ip.run_cell_magic("kforge", f"{FAST} --out {out} --iterations 3", SOFTMAX_CELL)
+        session = ip.user_ns["_kforge"]
+        # a copy, as a saved run's record is: the edit judged below changes the session's
+        yield Finished(session, json.loads(json.dumps(record_of(session))))
+        session.stop()
+        session.wait(60)
+        magics(ip).sessions.clear()
 
 
 def test_the_correctness_tab_says_which_trials_ran_the_criterion_and_why_no_map(finished,
                                                                                 tmp_path):
-    seen = render(tmp_path, "widget", record_of(finished), [
+    seen = render(tmp_path, "widget", finished.record, [
         {"click": '[data-role=candidate][data-id="1.0"]'},
         {"click": "button[data-tab=correctness]"}, {"snapshot": "correct"},
         {"click": '[data-role=candidate][data-id="0.0"]'}, {"snapshot": "broken"}])
@@ -49,7 +70,7 @@ def test_the_correctness_tab_says_which_trials_ran_the_criterion_and_why_no_map(
 
 def test_the_profile_tab_labels_its_one_profiled_call_beside_the_timed_median(finished,
                                                                              tmp_path):
-    record = record_of(finished)
+    record = finished.record
     profile = next(a for a in record["history"] if a["id"] == "1.0")["result"]["profile"]
     assert profile["profiled_calls"] >= 1 and profile["kernel_us"]["candidate"] > 0
     seen = render(tmp_path, "widget", record, [
@@ -65,7 +86,7 @@ def test_the_profile_tab_labels_its_one_profiled_call_beside_the_timed_median(fi
 
 
 def test_iterations_are_numbered_as_the_header_numbers_them(finished, tmp_path):
-    seen = render(tmp_path, "widget", record_of(finished), [
+    seen = render(tmp_path, "widget", finished.record, [
         {"click": "button[data-tab=recommendation]"}, {"snapshot": "end"}])
     pane = seen["end"]["panes"]["recommendation"]
     # the recommendation made after round 1 (candidate 1.0) is applied by iteration 3 of 3
@@ -76,9 +97,9 @@ def test_iterations_are_numbered_as_the_header_numbers_them(finished, tmp_path):
 
 
 def test_an_evaluated_edit_is_shown_in_the_errors_tab_once_judged(finished, tmp_path):
-    before = record_of(finished)
-    finished.evaluate_code(WRONG)
-    after = record_of(finished)
+    before = finished.record
+    finished.session.evaluate_code(WRONG)
+    after = record_of(finished.session)
     edit = after["history"][-1]["id"]
     seen = render(tmp_path, "widget", before, [
         {"click": "button[data-tab=errors]"}, {"snapshot": "best"},
@@ -96,7 +117,7 @@ def test_an_evaluated_edit_is_shown_in_the_errors_tab_once_judged(finished, tmp_
 def test_the_report_is_the_record_with_its_controls_off(finished, tmp_path):
     """The report (the run's output once it has ended, and what a saved notebook keeps) has no
     kernel behind it, in this page or another: it says so once and what to use instead."""
-    saved = render(tmp_path, "mime", record_of(finished), [
+    saved = render(tmp_path, "mime", finished.record, [
         {"fill": "textarea[data-input=code]", "value": WRONG},
         {"click": "button[data-action=evaluate]"}, {"snapshot": "saved"}])["saved"]
     said = [n for n in saved["notes"] if "run record — not live" in n]

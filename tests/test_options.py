@@ -74,13 +74,13 @@ def test_magic_flags_not_on_the_line_are_none_so_config_can_fill_them(ip):
     assert (defaults(MAGIC).mode, defaults(MAGIC).name) == ("auto", "_kforge")
 
 
-def test_the_magic_checks_values_as_the_cli_does(ip, kforge_cli):
+def test_the_magic_checks_values_as_the_cli_does(ip, kforge_main):
     from IPython.core.error import UsageError
     with pytest.raises(UsageError, match="must be 0 or more, not -1"):
         ip.run_cell_magic("kforge", "--patience -1", "# a reference")
     with pytest.raises(UsageError, match="invalid choice: 'fp8'"):
         ip.run_cell_magic("kforge", "--precision fp8", "# a reference")
-    done = kforge_cli("run", "x.py", "--patience", "-1")
+    done = kforge_main("run", "x.py", "--patience", "-1")
     assert done.returncode == 2 and "must be 0 or more, not -1" in done.stderr
 
 

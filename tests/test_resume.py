@@ -131,19 +131,19 @@ def test_a_cut_events_line_is_mended_on_resume(tmp_path):
     ('{"schema": 99, "status": "finished", "config": {}, "progress": {}, "history": []}',
      "has schema 99"),
 ])
-def test_damaged_run_folders_are_named_not_crashed_on(tmp_path, damage, message):
+def test_damaged_run_folders_are_named_not_crashed_on(kforge_main, tmp_path, damage, message):
     folder = tmp_path / "runs" / "20261124-000000-relu-cpp"
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(damage)
-    listing = cli("runs", "runs", cwd=tmp_path)
+    listing = kforge_main("runs", "runs")
     assert listing.returncode == 0
     assert "damaged" in listing.stdout and message in listing.stdout
-    resumed = cli("run", "--resume", str(folder), cwd=tmp_path)
+    resumed = kforge_main("run", "--resume", str(folder))
     assert resumed.returncode == 2 and message in resumed.stderr
     assert "Traceback" not in resumed.stderr
 
 
-def test_folders_that_are_not_runs_are_refused_with_the_reason(tmp_path):
+def test_folders_that_are_not_runs_are_refused_with_the_reason(kforge_main, tmp_path):
     evaluation = tmp_path / "evaluation"
     evaluation.mkdir()
     (evaluation / "result.json").write_text("{}")
@@ -151,11 +151,11 @@ def test_folders_that_are_not_runs_are_refused_with_the_reason(tmp_path):
              str(tmp_path / "missing"): "is not a folder",
              str(tmp_path): "not a kforge run folder"}
     for path, message in cases.items():
-        resumed = cli("run", "--resume", path, cwd=tmp_path)
+        resumed = kforge_main("run", "--resume", path)
         assert resumed.returncode == 2 and message in resumed.stderr, resumed.stderr
-    both = cli("run", str(PROBLEM), "--resume", str(evaluation), cwd=tmp_path)
+    both = kforge_main("run", str(PROBLEM), "--resume", str(evaluation))
     assert both.returncode == 2 and "not both" in both.stderr
-    assert cli("runs", "nowhere", cwd=tmp_path).returncode == 2
+    assert kforge_main("runs", "nowhere").returncode == 2
 
 
 @pytest.mark.slow

@@ -249,8 +249,8 @@ def test_the_builtin_analyst_gives_a_rounds_other_branch_another_change():
     assert ask(history=rest[:-1], elsewhere=[last]).title == last
 
 
-def test_bad_search_options_are_usage_errors(kforge_cli):
-    done = kforge_cli("run", str(PROBLEM.path), "--beam", "3")
+def test_bad_search_options_are_usage_errors(kforge_main):
+    done = kforge_main("run", str(PROBLEM.path), "--beam", "3")
     assert done.returncode == 2 and "--beam 3 needs --search beam or evolve" in done.stderr
     with pytest.raises(SearchError, match="unknown search 'wide'"):
         make_search("wide")

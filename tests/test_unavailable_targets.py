@@ -58,8 +58,8 @@ not_here = {"cuda": pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=not_here[t]) for t in LACKS])
 def test_kforge_run_on_a_target_this_machine_lacks_says_so_once_and_makes_no_folder(
-        kforge_cli, tmp_path, target):
-    done = kforge_cli("run", str(SOFTMAX), "--target", target, "--provider", "builtin",
+        kforge_main, tmp_path, target):
+    done = kforge_main("run", str(SOFTMAX), "--target", target, "--provider", "builtin",
                       *RUN_FAST, "--out", str(tmp_path / "runs"))
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""                                # no table of no candidates

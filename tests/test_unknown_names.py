@@ -17,7 +17,7 @@ RELU = str(PROBLEMS / "relu.py")
     (["run", RELU, "--replay", "nowhere.jsonl", "--target", "cpp"],
      "replay file 'nowhere.jsonl' does not exist"),
 ])
-def test_unknown_names_are_usage_errors(kforge_cli, args, says):
-    done = kforge_cli(*args)
+def test_unknown_names_are_usage_errors(kforge_main, args, says):
+    done = kforge_main(*args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
