@@ -19,9 +19,9 @@
     Under --precision tf32/bf16/fp16 the reference as run under that policy (policy.py) is a
     side of each round too; where the session names its best so far (options.rival), that
     kernel is a side too, in a sandboxed worker of its own (rival.py), and the head-to-head of
-    the blocks' low quantiles is the verdict's `timing.versus`. A time below the outputs' bytes at the hardware's guaranteed
-    bandwidth is `faster-than-hardware` (physics.py). Profiles (the median of several calls),
-    roofline (a display: a beaten ceiling is flagged, never refused).
+    the blocks' low quantiles is the verdict's `timing.versus`. A time below the outputs' bytes
+    at the hardware's guaranteed bandwidth is `faster-than-hardware` (physics.py). Profiles (the
+    median of several calls), roofline (a display: a beaten ceiling is flagged, never refused).
  6. Your own measurement (--measure): the hook runs on the reference in the judge and on the
     candidate in its worker, on inputs drawn from one seed; its failures are reported in
     `measures`, never in the verdict.
@@ -93,7 +93,7 @@ def evaluate(problem: Problem, candidate: str | bytes, target: str | Target = "a
 
 
 def verdict_of(problem: Problem, candidate: str, target: Target, options: EvalOptions,
-          folder: Path, progress: Callable[[str], None] | None = None) -> Result:
+               folder: Path, progress: Callable[[str], None] | None = None) -> Result:
     # 1. static checks
     if not candidate.strip():
         return Result(REJECTED, "candidate.py is empty: there is no `class ModelNew(nn.Module)` "
@@ -129,6 +129,7 @@ def verdict_of(problem: Problem, candidate: str, target: Target, options: EvalOp
 
     # 3-6. the workers
     return Evaluation(problem, candidate, target, options, folder, progress).run()
+
 
 def compile_only(problem: Problem, candidate: str, target: Target, options: EvalOptions,
                  folder: Path) -> Result | None:
