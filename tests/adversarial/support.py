@@ -3,6 +3,7 @@ real evaluator (no mocks). Candidates are whole files as a model would write the
 docstring says what it tries."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.support.evaluator import CANDIDATES, EXAMPLES, PROBLEMS, REPO, line_of  # noqa: F401
@@ -46,3 +47,13 @@ def assert_runs_here(row: tuple, options) -> None:
     assert result.state == CORRECT, result.message
     assert result.rules == []
     assert f"kernels launched: {launches}" in result.message
+
+
+def assert_verdict(name: str, case, result) -> None:
+    """A row's verdict as its Case says: the state, the rules, each fragment and the pattern of
+    the message."""
+    assert result.state == case.state, f"{name}: {result.state}: {result.message}"
+    assert result.rules == case.rules, result.message
+    for said in case.says:
+        assert said in result.message, result.message
+    assert re.search(case.says_re, result.message), result.message

@@ -22,7 +22,7 @@ import pytest
 
 from kforge_nb.evaluator import evaluate
 from kforge_nb.result import CORRECT, MISMATCH
-from tests.adversarial.support import assert_runs_here, problem, source
+from tests.adversarial.support import assert_runs_here, assert_verdict, problem, source
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401  (a fixture)
 
 IN_PLACE = r"input 0 was modified in place by timed call \d+"
@@ -44,11 +44,7 @@ RUNS_HERE = {
 
 @pytest.mark.parametrize("name", list(EXPLOITS))
 def test_round6_exploit_gets_its_verdict(name, judge_case):  # noqa: F811
-    case = EXPLOITS[name]
-    result = judge_case(case)
-    assert result.state == case.state, f"{name}: {result.state}: {result.message}"
-    assert result.rules == case.rules, result.message
-    assert re.search(case.says_re, result.message), result.message
+    assert_verdict(name, EXPLOITS[name], judge_case(EXPLOITS[name]))
 
 
 @pytest.mark.parametrize("name", list(RUNS_HERE))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from kforge_nb.result import REJECTED
-from tests.adversarial.support import assert_runs_here
+from tests.adversarial.support import assert_runs_here, assert_verdict
 from tests.adversarial.test_exploits import Case, judge_case  # noqa: F401  (a fixture)
 
 EXPLOITS = {
@@ -34,12 +34,7 @@ RUNS_HERE = {
 
 @pytest.mark.parametrize("name", list(EXPLOITS))
 def test_round7_exploit_gets_its_verdict(name, judge_case):  # noqa: F811
-    case = EXPLOITS[name]
-    result = judge_case(case)
-    assert result.state == case.state, f"{name}: {result.state}: {result.message}"
-    assert result.rules == case.rules, result.message
-    for said in case.says:
-        assert said in result.message, result.message
+    assert_verdict(name, EXPLOITS[name], judge_case(EXPLOITS[name]))
 
 
 @pytest.mark.parametrize("name", list(RUNS_HERE))
