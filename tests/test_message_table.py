@@ -42,7 +42,7 @@ def test_every_candidate_reply_has_a_shape_and_every_shape_a_reply():
     assert all(named) and named | {messages.BUILT} == set(replies.SHAPES)
 
 
-@pytest.mark.parametrize("frame", [("baselines",), ("time",), ("time", 5, True, False, 1),
+@pytest.mark.parametrize("frame", [("baselines",), ("time",), ("time", 5, True, False, True, 1),
                                    ("kept_output", 3, "p"), ("__init__",), ()])
 def test_the_parent_sends_no_frame_outside_the_judges_rows(frame):
     with pytest.raises((ValueError, IndexError)):

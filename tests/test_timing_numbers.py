@@ -5,13 +5,14 @@ note) never depends on this machine's speed or load."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from kforge_nb.evaluator import profile_note, EvalOptions
 from kforge_nb.evaluator.parent import stats
-from kforge_nb.evaluator.parent.timing import TimedRounds
+from kforge_nb.evaluator.parent.timing import FEW_CALLS, TimedRounds, checked_after_block
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.targets import get_target
 
@@ -31,7 +32,7 @@ class Scripted(TimedRounds):
         self.script, self.asked = script, []
         self.rounds_seen = {side: 0 for side in script}
 
-    def ask_side(self, side, calls, keep=(), hold=True):
+    def ask_side(self, side, calls, chooser=None, every=False):
         k = self.rounds_seen[side]
         self.rounds_seen[side] += 1
         self.asked.append(side)
@@ -40,7 +41,7 @@ class Scripted(TimedRounds):
         self.talk.last_wall_ms = sum(samples)
         if side == "rival":
             self.rival.last_wall_ms = sum(samples)
-        return {"samples": samples, "wall_ms": None, "kept": [100 * k + i for i in keep]}
+        return {"samples": samples, "wall_ms": None, "kept": []}
 
     def cpu_watch(self):
         return None
@@ -208,10 +209,10 @@ def test_a_rival_that_fails_voids_the_head_to_head_and_not_the_verdict(tmp_path)
     from kforge_nb.evaluator.parent.rival import RivalFailed
 
     class Failing(Scripted):
-        def ask_side(self, side, calls, keep=(), hold=True):
+        def ask_side(self, side, calls, chooser=None, every=False):
             if side == "rival" and self.rounds_seen["rival"] == 2:
                 raise RivalFailed("its worker stopped: killed by SIGSEGV")
-            return super().ask_side(side, calls, keep, hold)
+            return super().ask_side(side, calls, chooser, every)
 
     script = {"judge": [2.0], "candidate": [1.0], "rival": [1.5]}
     run = Failing(script, tmp_path, rival="# the best", rival_id="0.0")
@@ -234,3 +235,18 @@ def test_rounds_go_on_until_the_head_to_head_is_decided(tmp_path):
     settled = Scripted({"judge": [2.0], "candidate": [1.0], "rival": [1.5]}, tmp_path,
                        rival="# the best", rival_id="0.0")
     assert len(settled.interleave(6, {side: 3 for side in script})["ratios"]["judge"]) == 6
+
+
+def test_the_fastest_call_of_a_block_that_keeps_every_call_is_always_checked():
+    chooser = random.Random(8)
+    for trial in range(200):
+        samples = [chooser.uniform(1.0, 2.0) for _ in range(chooser.randrange(FEW_CALLS + 1, 50))]
+        fastest = chooser.randrange(len(samples))
+        samples[fastest] = 0.5
+        checked = checked_after_block(chooser, samples)
+        assert fastest in checked and checked == sorted(set(checked))
+        assert stats.block_low(samples, stats.FASTEST) == samples[fastest]
+
+
+def test_every_call_of_a_short_block_is_checked():
+    assert checked_after_block(random.Random(1), [3.0, 1.0, 2.0]) == [0, 1, 2]

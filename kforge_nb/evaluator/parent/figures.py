@@ -133,7 +133,8 @@ def versus(paired: dict, options: EvalOptions, device: str, rival_void: str,
         return None
     lows = paired.get("lows") or {}
     floor = stats.SELF_NOISE_FLOOR_CPU if device == "cpu" else stats.SELF_NOISE_FLOOR
-    duel = stats.head_to_head(lows.get("rival") or [], lows.get("candidate") or [], floor) \
+    duel = stats.head_to_head(lows.get("rival") or [], lows.get("candidate") or [], floor,
+                              paired.get("low_q", stats.LOW_QUANTILE)) \
         if paired.get("rival") and not rival_void else None
     if duel is None:
         void = {"id": options.rival_id, "verdict": "void",

@@ -35,7 +35,7 @@ TABLE: dict[str, dict[str, Command]] = {
                          ("path", "inputs_after")),
         "prepare_timing": Command("draw the timing's input sets", ("trials",)),
         "time": Command("a block of timed reference calls (eager, under the policy, compiled)",
-                        ("calls", "under_policy", "compiled"), optional=2),
+                        ("calls", "under_policy", "compiled", "copy_out"), optional=3),
         "prepare_compile": Command("torch.compile the reference for the timed rounds",
                                    ("under_policy",), optional=1),
         "check_sample": Command("check one kept timed call of the candidate's",

@@ -121,7 +121,9 @@ class Candidate:
         return {"sets": len(self.sets.sets)}
 
     def time(self, calls: int, keep: list[int]) -> dict:
-        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge."""
+        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge,
+        until the next block (the parent asks for those it checks right after this one)."""
+        self.kept.clear()
         with torch.no_grad():
             timed = harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
                                        self.device, keep=keep, kept=self.kept,

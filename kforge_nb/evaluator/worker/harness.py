@@ -418,12 +418,15 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
     (TimingSets.left: a kernel may write over its inputs only where nobody compares them, the
     refill undoing it before the set's next call); every call's outputs are freed as soon as
     it is done with, kept or not, so which calls were kept cannot be read off what stays alive.
+    Without `kept` the copies are made and dropped: the reference's blocks pay what the
+    candidate's pay between calls where the candidate keeps every call.
 
     `watch` (a TorchFunctionMode) is active for the whole block, and the harness's own work
     between calls runs with torch-function handling off: the calls themselves pay only for the
     torch functions the candidate calls, and the watch sees nothing but those."""
     samples = []
     first = sets.calls
+    keep = frozenset(keep)
     if device == "cpu" and calls > len(sets.sets):
         # only where the block comes back to a set itself: a memo keyed on an input's address
         # then meets its stale answer inside the block (the judge checks every call of a short
@@ -467,8 +470,11 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
                     event_record(end)
                     cuda_synchronize()
                     samples.append(event_elapsed(start, end))
-                if k - first in keep and kept is not None:
-                    kept[k] = (read_out(out), sets.left(k, inputs))
+                if k - first in keep:
+                    copied = (read_out(out), sets.left(k, inputs))
+                    if kept is not None:
+                        kept[k] = copied
+                    del copied
                 del out
         sets.calls = first + calls
         wall_ms = None
@@ -478,7 +484,7 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
                 (untimed or call)(sets.sets[k % len(sets.sets)])
             cuda_synchronize()
             wall_ms = (perf_counter_ns() - begin) / calls / 1e6
-    return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in keep]}
+    return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in sorted(keep)]}
 
 
 QUIET = torch._C.DisableTorchFunction     # the harness's own torch calls: not the candidate's
