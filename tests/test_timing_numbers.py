@@ -5,14 +5,14 @@ note) never depends on this machine's speed or load."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
 from kforge_nb.evaluator import profile_note, EvalOptions
 from kforge_nb.evaluator.parent import stats
-from kforge_nb.evaluator.parent.timing import FEW_CALLS, TimedRounds, checked_after_block
+from kforge_nb.evaluator.parent import replies
+from kforge_nb.evaluator.parent.timing import TimedRounds, to_check
 from kforge_nb.result import CORRECT, Result, Timing
 from kforge_nb.targets import get_target
 
@@ -32,7 +32,7 @@ class Scripted(TimedRounds):
         self.script, self.asked = script, []
         self.rounds_seen = {side: 0 for side in script}
 
-    def ask_side(self, side, calls, chooser=None, every=False):
+    def ask_side(self, side, calls, chooser=None, fastest=False):
         k = self.rounds_seen[side]
         self.rounds_seen[side] += 1
         self.asked.append(side)
@@ -209,10 +209,10 @@ def test_a_rival_that_fails_voids_the_head_to_head_and_not_the_verdict(tmp_path)
     from kforge_nb.evaluator.parent.rival import RivalFailed
 
     class Failing(Scripted):
-        def ask_side(self, side, calls, chooser=None, every=False):
+        def ask_side(self, side, calls, chooser=None, fastest=False):
             if side == "rival" and self.rounds_seen["rival"] == 2:
                 raise RivalFailed("its worker stopped: killed by SIGSEGV")
-            return super().ask_side(side, calls, chooser, every)
+            return super().ask_side(side, calls, chooser, fastest)
 
     script = {"judge": [2.0], "candidate": [1.0], "rival": [1.5]}
     run = Failing(script, tmp_path, rival="# the best", rival_id="0.0")
@@ -237,16 +237,23 @@ def test_rounds_go_on_until_the_head_to_head_is_decided(tmp_path):
     assert len(settled.interleave(6, {side: 3 for side in script})["ratios"]["judge"]) == 6
 
 
-def test_the_fastest_call_of_a_block_that_keeps_every_call_is_always_checked():
-    chooser = random.Random(8)
-    for trial in range(200):
-        samples = [chooser.uniform(1.0, 2.0) for _ in range(chooser.randrange(FEW_CALLS + 1, 50))]
-        fastest = chooser.randrange(len(samples))
-        samples[fastest] = 0.5
-        checked = checked_after_block(chooser, samples)
-        assert fastest in checked and checked == sorted(set(checked))
-        assert stats.block_low(samples, stats.FASTEST) == samples[fastest]
+
+def test_a_blocks_fastest_call_is_checked_beside_those_drawn_and_is_its_low_time():
+    samples = [1.2, 0.9, 0.5, 1.1, 0.5]
+    block = {"samples": samples, "kept": [13, 14], "fastest": 12}
+    assert to_check(block) == [13, 14, 12]
+    assert to_check({**block, "fastest": 13}) == [13, 14]
+    assert to_check({**block, "fastest": None}) == [13, 14]
+    assert stats.block_low(samples, stats.FASTEST) == 0.5
 
 
-def test_every_call_of_a_short_block_is_checked():
-    assert checked_after_block(random.Random(1), [3.0, 1.0, 2.0]) == [0, 1, 2]
+@pytest.mark.parametrize("fastest, ok", [(12, True), (14, False), (None, False), ("12", False)])
+def test_the_worker_must_name_its_first_fastest_call(fastest, ok):
+    """The parent checks the call the samples say is fastest, not one the worker picks."""
+    reply = {"samples": [1.2, 0.9, 0.5, 1.1, 0.5], "wall_ms": None, "kept": [11, 13],
+             "fastest": fastest}
+    if ok:
+        assert replies.timed(reply, (5, [1, 3], True))["fastest"] == 12
+    else:
+        with pytest.raises(replies.ProtocolError, match="fastest"):
+            replies.timed(reply, (5, [1, 3], True))

@@ -219,7 +219,14 @@ def timed(reply: dict, args: tuple) -> dict:
     kept = [count(k, "a kept call") for k in kept]
     need(len({k - i for k, i in zip(kept, keep)}) <= 1, "`kept` is not the calls asked to be "
          "kept")
-    return {"samples": samples, "wall_ms": wall, "kept": kept}
+    fastest = reply.get("fastest")
+    if len(args) > 2 and args[2]:
+        # the block's first call is known from `kept` (never empty where the fastest is asked)
+        need(bool(kept) and fastest == kept[0] - keep[0] + samples.index(min(samples)),
+             "`fastest` is not the block's fastest call")
+    else:
+        need(fastest is None, "`fastest` where none was asked for")
+    return {"samples": samples, "wall_ms": wall, "kept": kept, "fastest": fastest}
 
 
 def profiled(reply: dict, args: tuple) -> dict:

@@ -117,7 +117,7 @@ def noise_sentence(ratios: list[float], goal: float = GOAL) -> str:
 # On a contested CPU a call is slowed, never sped up, by whoever else has the cores: a block's low
 # calls are those the scheduler left alone, and they stay put while its median swings (beside two
 # busy loops eager's median moved tenfold minutes apart). Where the judge checks a block's
-# fastest call (the CPU's blocks whose outputs all fit to be kept: timing.KEPT_BYTES), that call
+# fastest call (on the CPU: the worker keeps the fastest call so far), that call
 # is the block's time: FASTEST. Where the calls to check are drawn before the block, a low
 # quantile and not the minimum: a kernel that is fast on one call in fifty (a skipped computation
 # it hopes nobody checks) does not set it. Why the minimum where it can be checked: an OpenMP

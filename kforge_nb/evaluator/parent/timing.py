@@ -42,9 +42,6 @@ TIMING_CAP_S = 120.0
 SLOW_CALL_MS = 100.0            # calls this slow are timed one a block
 FEW_CALLS = 4                   # the judge checks every timed call of a block this short
 LARGE_OUTPUT = 256 << 20        # ... one call a block where outputs are this large
-# a CPU block whose calls' outputs together fit this keeps them all, and the judge checks its
-# fastest call among others drawn after it (checked_after_block): its time is then its fastest
-KEPT_BYTES = 256 << 20
 
 
 class TimedRounds:
@@ -149,45 +146,26 @@ class TimedRounds:
                 raise RivalFailed(f"its output of timed call {call + 1} was wrong: {why}")
 
     def ask_side(self, side: str, calls: int, chooser: random.SystemRandom | None = None,
-                 every: bool = False) -> dict:
+                 fastest: bool = False) -> dict:
         """One timed block of `side` (see timing_sides). With a `chooser` (every block but
-        calibration's), timed calls of the candidate's and the rival's blocks are checked by
-        the judge as soon as the block ends, so that no block goes unchecked (a wrong one ends
-        the judging: CandidateFailed; voids the head-to-head: RivalFailed): with `every`, all
-        calls are kept and which are checked is drawn after the block (checked_after_block),
-        else drawn before it (checked_calls). With `every` the reference's blocks copy their
-        outputs too, so both sides pay the same between calls."""
+        calibration's), timed calls of the candidate's and the rival's blocks drawn before the
+        block (checked_calls), and with `fastest` its fastest call, are checked by the judge as
+        soon as the block ends, so that no block goes unchecked (a wrong one ends the judging:
+        CandidateFailed; voids the head-to-head: RivalFailed). With `fastest` the reference's
+        blocks copy out their fastest call too, so both sides pay the same between calls."""
         if side in ("candidate", "rival"):
-            keep = [] if chooser is None else list(range(calls)) if every else \
-                self.checked_calls(chooser, calls)
+            keep = self.checked_calls(chooser, calls) if chooser is not None else []
+            fastest = fastest and chooser is not None
             if side == "candidate":
-                block = self.talk.ask_candidate("time", calls, keep)
+                block = self.talk.ask_candidate("time", calls, keep, fastest)
                 if "failed" not in block:
-                    checked_after(self.talk, lambda: self.check_timed_calls(
-                        self.to_check(block, every, chooser)))
+                    checked_after(self.talk, lambda: self.check_timed_calls(to_check(block)))
             else:
-                block = self.rival.ask("time", calls, keep)
-                checked_after(self.rival, lambda: self.check_rival_calls(
-                    self.to_check(block, every, chooser)))
+                block = self.rival.ask("time", calls, keep, fastest)
+                checked_after(self.rival, lambda: self.check_rival_calls(to_check(block)))
             return block
         return self.talk.ask_judge("time", calls, side in ("policy", "compile_policy"),
-                                   side.startswith("compile"), every)
-
-    def keeps_every_call(self, calls: dict[str, int]) -> bool:
-        """Whether the candidate's and the rival's blocks keep every call's outputs: on the
-        CPU, where each block's outputs fit KEPT_BYTES. (On a GPU the kept copy would sit in
-        device memory between timed calls, and its figures stay as they were measured.)"""
-        output = max(self.summary.get("output_bytes", 0), 1)
-        return self.device == "cpu" and all(
-            calls[side] * output <= KEPT_BYTES for side in ("candidate", "rival") if side in calls)
-
-    @staticmethod
-    def to_check(block: dict, every: bool, chooser: random.SystemRandom | None) -> list[int]:
-        """The call numbers of a block the judge checks: those it kept, or, where it kept
-        every call, those checked_after_block draws."""
-        if not every or chooser is None:
-            return block["kept"]
-        return [block["kept"][i] for i in checked_after_block(chooser, block["samples"])]
+                                   side.startswith("compile"), fastest)
 
     def calibrate(self, rounds: int, sides: tuple[str, ...]) -> dict[str, int]:
         """Calls per block on each side, so that the fewest rounds together take about the
@@ -229,21 +207,22 @@ class TimedRounds:
         speedup over eager is within ±5 % and the head-to-head with the rival is decided (or
         narrow), or the time cap is reached (stats.enough_rounds, stats.settled). Each round
         gives one ratio a side: that side's median over the candidate's; and each block its
-        low time (stats.block_low), which noise that only adds time leaves alone: its fastest
-        call where every call is kept (keeps_every_call), else its p20. In every block of the
-        candidate (and the rival) timed calls picked by a secret random are checked, drawn
-        after the block and the fastest among them where every call is kept, else drawn before
-        it (checked_calls), so an answer that is right only on some calls or in some rounds
-        cannot count on which. The CPU time of the machine, ours and the workers' is read
-        around it all."""
+        low time (stats.block_low), which noise that only adds time leaves alone: on the CPU
+        its fastest call, else its p20. In every block of the candidate (and the rival) timed
+        calls picked by a secret random are checked (checked_calls), and on the CPU its fastest
+        call, so an answer that is right only on some calls or in some rounds cannot count on
+        which, nor set the block's time by skipping its work. The CPU time of the machine, ours
+        and the workers' is read around it all."""
         sides = list(calls)
         times = {side: [] for side in sides}
         lows = {side: [] for side in sides}
         ratios = {side: [] for side in sides if side not in ("candidate", "rival")}
         walls, clocked, rival_clocked = [], [], []
         chooser = random.SystemRandom()
-        every = self.keeps_every_call(calls)
-        low_q = stats.FASTEST if every else stats.LOW_QUANTILE
+        # on the CPU a block's time is its fastest call, which the judge checks; on a GPU its
+        # p20, as measured before (a kept copy would sit in device memory between calls)
+        fastest = self.device == "cpu"
+        low_q = stats.FASTEST if fastest else stats.LOW_QUANTILE
         watch = self.cpu_watch()
         outside = self.outside_watch()
         began = time.monotonic()
@@ -259,7 +238,7 @@ class TimedRounds:
                 if side in ("candidate", "rival"):
                     if side == "rival":
                         try:
-                            block[side] = self.ask_side(side, calls[side], chooser, every)
+                            block[side] = self.ask_side(side, calls[side], chooser, fastest)
                         except RivalFailed as failed:
                             self.void_rival(str(failed))
                             continue
@@ -267,7 +246,7 @@ class TimedRounds:
                         if outside is not None:
                             outside.after(side, cpu_before, rival_wall / 1e3)
                         continue
-                    block[side] = self.ask_side(side, calls[side], chooser, every)
+                    block[side] = self.ask_side(side, calls[side], chooser, fastest)
                     if "failed" in block[side]:
                         raise CandidateFailed(failure_result(block[side], self.target))
                     candidate_wall = self.talk.last_wall_ms
@@ -275,7 +254,7 @@ class TimedRounds:
                         outside.after(side, cpu_before, candidate_wall / 1e3)
                     continue
                 started = time.monotonic()
-                block[side] = self.ask_side(side, calls[side], every=every)
+                block[side] = self.ask_side(side, calls[side], fastest=fastest)
                 if outside is not None:
                     outside.after(side, cpu_before, time.monotonic() - started)
                 if side == "judge":
@@ -465,17 +444,11 @@ def busy_so_far(watch: clocks.CpuWatch) -> bool:
                                seen["worker_cpu_s"], seen["wall_s"], seen["preempted"])[0]
 
 
-def checked_after_block(chooser: random.SystemRandom, samples: list[float]) -> list[int]:
-    """Which calls of a block that kept every call the judge checks, drawn once the block is
-    over: its fastest (the block's time: stats.FASTEST), one at random, and each other call
-    with probability 1/calls; all of a short block (FEW_CALLS), as checked_calls does. A call
-    fast because it skipped its work is the one checked."""
-    calls = len(samples)
-    if calls <= FEW_CALLS:
-        return list(range(calls))
-    fastest = min(range(calls), key=samples.__getitem__)
-    one = chooser.randrange(calls)
-    return [k for k in range(calls) if k in (fastest, one) or chooser.random() < 1 / calls]
+def to_check(block: dict) -> list[int]:
+    """The call numbers of a block the judge checks: those kept by draw, and its fastest."""
+    fastest = block.get("fastest")
+    return block["kept"] + ([fastest] if fastest is not None and fastest not in block["kept"]
+                            else [])
 
 
 def checked_after(worker, check) -> None:

@@ -120,14 +120,14 @@ class Candidate:
         self.forward(self.sets.sets[0])        # warm
         return {"sets": len(self.sets.sets)}
 
-    def time(self, calls: int, keep: list[int]) -> dict:
-        """A block of timed calls; the outputs of the calls in `keep` are kept for the judge,
-        until the next block (the parent asks for those it checks right after this one)."""
+    def time(self, calls: int, keep: list[int], fastest: bool = False) -> dict:
+        """A block of timed calls; the outputs of the calls in `keep` (and with `fastest`, of
+        the block's fastest call) are kept for the judge, who asks for them right after."""
         self.kept.clear()
         with torch.no_grad():
             timed = harness.time_calls(lambda inputs: self.model(*inputs), self.sets, calls,
                                        self.device, keep=keep, kept=self.kept,
-                                       watch=self.watched)
+                                       watch=self.watched, fastest=fastest)
         harness.release(self.device)
         return timed
 

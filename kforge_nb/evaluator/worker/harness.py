@@ -404,7 +404,8 @@ def seed_generators(seed: int, inputs: list) -> None:
 
 
 def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
-               keep: list[int] = (), kept: dict | None = None, watch=None) -> dict:
+               keep: list[int] = (), kept: dict | None = None, watch=None,
+               fastest: bool = False) -> dict:
     """Time `calls` calls of `call(inputs)`; each call gets the next rotated, refreshed set.
     GPU: device events around each call, the L2 flushed between calls; then a wall-clock loop
     over the sets as they stand (through `untimed`, default `call`), which work hidden on other
@@ -418,15 +419,17 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
     (TimingSets.left: a kernel may write over its inputs only where nobody compares them, the
     refill undoing it before the set's next call); every call's outputs are freed as soon as
     it is done with, kept or not, so which calls were kept cannot be read off what stays alive.
-    Without `kept` the copies are made and dropped: the reference's blocks pay what the
-    candidate's pay between calls where the candidate keeps every call.
+    With `fastest` (CPU), the fastest call so far is kept too, each new one in place of the
+    last, and named in the reply: the block's time is its fastest call (stats.FASTEST), which
+    the judge then checks. Without `kept` the copies are made and dropped: the reference's
+    blocks pay what the candidate's pay between calls.
 
     `watch` (a TorchFunctionMode) is active for the whole block, and the harness's own work
     between calls runs with torch-function handling off: the calls themselves pay only for the
     torch functions the candidate calls, and the watch sees nothing but those."""
     samples = []
     first = sets.calls
-    keep = frozenset(keep)
+    best = None                 # the fastest call so far, where `fastest`
     if device == "cpu" and calls > len(sets.sets):
         # only where the block comes back to a set itself: a memo keyed on an input's address
         # then meets its stale answer inside the block (the judge checks every call of a short
@@ -470,7 +473,12 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
                     event_record(end)
                     cuda_synchronize()
                     samples.append(event_elapsed(start, end))
-                if k - first in keep:
+                faster = fastest and (best is None or samples[-1] < samples[best - first])
+                if faster and kept is not None and best is not None and best - first not in keep:
+                    del kept[best]
+                if faster:
+                    best = k
+                if k - first in keep or faster:
                     copied = (read_out(out), sets.left(k, inputs))
                     if kept is not None:
                         kept[k] = copied
@@ -484,7 +492,8 @@ def time_calls(call, sets: "TimingSets", calls: int, device: str, untimed=None,
                 (untimed or call)(sets.sets[k % len(sets.sets)])
             cuda_synchronize()
             wall_ms = (perf_counter_ns() - begin) / calls / 1e6
-    return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in sorted(keep)]}
+    return {"samples": samples, "wall_ms": wall_ms, "kept": [first + i for i in keep],
+            "fastest": best}
 
 
 QUIET = torch._C.DisableTorchFunction     # the harness's own torch calls: not the candidate's

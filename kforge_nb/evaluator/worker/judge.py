@@ -167,18 +167,17 @@ class Judge:
                 "policy": policy.describe(self.job["policy"], self.device)}
 
     def time(self, calls: int, under_policy: bool = False, compiled: bool = False,
-             copy_out: bool = False) -> dict:
+             fastest: bool = False) -> dict:
         """A block of timed calls of the reference; `under_policy`: as a user would run it
         under the precision policy (a baseline only: the trials compare against fp32);
         `compiled`: the torch.compile'd model prepare_compile made (under that policy);
-        `copy_out`: every call's outputs copied and dropped between calls, as the candidate's
-        are kept where it keeps every call."""
+        `fastest`: the fastest call so far copied out and dropped, as the candidate's is
+        kept, so both sides pay the same between calls."""
         under = self.job["policy"] if under_policy else "strict"
         model = self.compiled[under] if compiled else self.model
-        keep = range(calls) if copy_out else ()
         with torch.no_grad(), policy.running_under(under, self.device):
             timed = harness.time_calls(lambda x: model(*x), self.sets, calls, self.device,
-                                       keep=keep)
+                                       fastest=fastest)
         harness.release(self.device)
         return timed
 
