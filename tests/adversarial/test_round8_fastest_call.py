@@ -2,12 +2,13 @@
 checked.
 
 On a contested CPU the fastest call of a block is the one the scheduler left alone (a kernel of
-several OpenMP regions beside busy loops in other sessions read 0.14x eager at its p20 and
-0.40x at its fastest, idle truth 0.43x). Where every call's outputs of a CPU block fit to be
-kept, the worker copies each as it returns, the block's time is its fastest call, and the
-judge draws which calls to check after the block, the fastest always among them. A kernel
-that skips its work on some calls sets that time only by being checked on one of them
-(candidates/r8_cpp_relu_skips_some_calls.py): `mismatch` at a timed call.
+three OpenMP regions beside busy loops in other sessions read 0.14x eager at its p20 and 0.40x
+at its fastest, idle truth 0.43x). On the CPU the worker keeps the fastest call so far of each
+block (each new one in place of the last) and names it in its reply; the parent refuses a name
+that is not the samples' first minimum, checks that call beside those drawn before the block,
+and takes it as the block's time. A kernel that skips its work on some calls sets that time only
+by being checked on one of them (candidates/r8_cpp_relu_skips_some_calls.py): `mismatch` at a
+timed call.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Exploit (a block's fastest call does no work): after the six audited trials, every third
-call returns an output it never writes, and the others are an honest ReLU. Where a block's
-time is its fastest call (the CPU's blocks that keep every call's outputs), that call sets the
-time unless the judge checks it; the judge draws which calls to check after the block, the
-fastest always among them. Target: `mismatch` at a timed call."""
+call returns an output it never writes, and the others are an honest ReLU. On the CPU a block's
+time is its fastest call, which would be one of these unless the judge checks it; the worker
+keeps the fastest call so far and the judge checks it. Target: `mismatch` at a timed call.
+"""
 import torch
 import torch.nn as nn
 
