@@ -52,3 +52,51 @@ def test_blocks_too_short_to_come_back_to_a_set_stay_where_they_are():
     back to the first set's address, where a memo keyed on it serves a stale answer."""
     seen = seen_by_calls(harness.TimingSets(sets_of(), key=11), blocks=2, calls=2)
     assert seen[3][0] == seen[0][0]                             # call 3 is set 0 again
+
+
+# --- integer inputs drawn anew per timed call, where the judge finds the draw cheap -------------
+
+def module_of(values: int, slow_s: float = 0.0):
+    """A problem module whose get_inputs() draws `values` floats and 16 ids, taking at least
+    `slow_s` (a draw as slow as a large RoPE module's on a GPU's host)."""
+    import time
+    import types
+
+    def get_inputs():
+        time.sleep(slow_s)
+        return [torch.randn(values), torch.randint(0, 8, (16,))]
+    return types.SimpleNamespace(get_inputs=get_inputs)
+
+
+PLAN = [{"seed": s, "distribution": "given", "key": 5} for s in (1, 2)]
+
+
+def test_a_slow_draw_of_a_large_set_leaves_its_integers_as_drawn_and_the_candidate_follows():
+    large = harness.timing_sets(module_of(1 << 19, slow_s=0.05), PLAN, "cpu")    # 2 MiB a set
+    assert large.redraw is not None
+    cheap, ms = harness.redraw_is_cheap(large, "cpu")
+    assert not cheap and ms >= 50
+    followed = harness.timing_sets(module_of(1 << 19), [{**s, "redraw": cheap} for s in PLAN],
+                                   "cpu")
+    assert followed.redraw is None
+    ids = [followed.inputs(k)[1].clone() for k in range(4)]
+    assert torch.equal(ids[0], ids[2]) and torch.equal(ids[1], ids[3])   # the sets', rotated
+
+
+def test_a_small_set_is_drawn_anew_per_call_however_slow_its_draw():
+    small = harness.timing_sets(module_of(1 << 10, slow_s=0.05), PLAN, "cpu")
+    assert harness.redraw_is_cheap(small, "cpu")[0]
+    followed = harness.timing_sets(module_of(1 << 10), [{**s, "redraw": True} for s in PLAN],
+                                   "cpu")
+    ids = [followed.inputs(k)[1].clone() for k in range(4)]
+    assert not torch.equal(ids[0], ids[2])                   # call 2's own draw, not set 0's
+
+
+def test_a_set_of_floats_only_has_no_redraw_to_decide():
+    floats = harness.timing_sets(types_module(), PLAN, "cpu")
+    assert harness.redraw_is_cheap(floats, "cpu") == (False, None)
+
+
+def types_module():
+    import types
+    return types.SimpleNamespace(get_inputs=lambda: [torch.randn(64)])

@@ -423,4 +423,7 @@ class Evaluation:
         if self.timer is not None and self.timer.outside_cores:
             # the cores each worker used while others were timed
             result.resources["outside_cores"] = self.timer.outside_cores
+        if self.timer is not None and self.timer.redraw_ms is not None:
+            # integer inputs drawn anew per timed call, or left as drawn where this was slow
+            result.resources["redraw_ms"] = round(self.timer.redraw_ms, 3)
         return result

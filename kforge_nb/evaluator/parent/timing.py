@@ -67,11 +67,16 @@ class TimedRounds:
         self.policy: dict = {}          # the reference's baseline under --precision (policy.py)
         self.compile_errors: dict[str, str] = {}     # a side's torch.compile that failed
         self.outside_cores: dict[str, float] = {}    # for result.resources
+        self.redraw_ms: float | None = None  # the judge's draw of a set, where it has integers
 
     def time_and_profile(self, result: Result) -> None:
         note = self.target.timing_note()
         sets = self.options.timing_sets(self.summary.get("input_bytes", 0), self.secret)
-        self.policy = self.talk.ask_judge("prepare_timing", sets).get("policy") or {}
+        prepared = self.talk.ask_judge("prepare_timing", sets)
+        self.policy = prepared.get("policy") or {}
+        # the judge's word on drawing integer inputs anew per call, followed by every side
+        sets = [{**s, "redraw": bool(prepared.get("redraw"))} for s in sets]
+        self.redraw_ms = prepared.get("redraw_ms")
         ready = self.talk.ask_candidate("prepare_timing", sets)
         if "failed" in ready:
             return overturn(result, failure_result(ready, self.target))

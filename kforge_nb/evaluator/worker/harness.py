@@ -274,6 +274,9 @@ class Refresh:
 
 
 REDRAW_BYTES = 64 << 20  # a set's inputs up to this are drawn anew where integers are among them
+REDRAW_ALWAYS = 1 << 20  # ... always up to this; above it, where the judge's draw took at most
+REDRAW_MS = 2.0          # this long (the fastest of REDRAW_TRIES): get_inputs() of a RoPE module's
+REDRAW_TRIES = 3         # 40 MiB took 176-264 ms on an H100's host, per timed call, on each side
 MOVE_BYTES = 256 << 20   # live sets up to this are moved to fresh memory before each CPU block
 FACTOR_LOW = 0.75       # each of a factor's two parts lies in [FACTOR_LOW, 1)
 SHIFTS = 1 << 16        # where in the pool a window may start
@@ -328,7 +331,9 @@ class TimingSets:
     whole timing, and a memo keyed on the ids (or on what they pick) served every call after
     the first n. A set of floating inputs only pays nothing for it; nor does one of more than
     REDRAW_BYTES, where a draw of every input per call would cost as much as the calls and
-    hold a third copy of the inputs (its integer inputs stay as drawn)."""
+    hold a third copy of the inputs (its integer inputs stay as drawn), nor one whose draw the
+    judge found slow (redraw_is_cheap: the plan's "redraw", the judge's word, which the
+    candidate's worker follows)."""
 
     def __init__(self, sets: list[list], key: int = 0, redraw=None):
         self.pristine = [fresh_copies(s) for s in sets]
@@ -372,6 +377,8 @@ def timing_sets(module, plan: list[dict], device: str) -> TimingSets:
     """The timing's input sets, drawn as `plan` says (EvalOptions.timing_sets: seeds and the
     refresh's key); integer inputs drawn anew for each call as a trial's are."""
     sets = [trial_inputs(module, t, device) for t in plan]
+    if plan and plan[0].get("redraw") is False:
+        return TimingSets(sets, plan[0].get("key", 0))
 
     def redraw(seed: int) -> list:      # seeded as a timed call is: microseconds, not ~1 ms
         # drawn on the host, then moved: `with torch.device(...)` is a torch-function mode, off
@@ -382,6 +389,23 @@ def timing_sets(module, plan: list[dict], device: str) -> TimingSets:
                              lambda s: seed_generators(s, sets[0]))
         return to_device(drawn, device)
     return TimingSets(sets, plan[0].get("key", 0) if plan else 0, redraw)
+
+
+def redraw_is_cheap(sets: TimingSets, device: str) -> tuple[bool, float | None]:
+    """The judge's word on drawing a set's inputs anew for each timed call: (whether to, the
+    fastest of REDRAW_TRIES draws in ms, None where there is no redraw). Small sets always are
+    (REDRAW_ALWAYS: a candidate that loads the machine while the judge times its draws gains
+    nothing there); larger ones where a draw takes at most REDRAW_MS."""
+    if sets.redraw is None:
+        return False, None
+    times = []
+    for i in range(REDRAW_TRIES):
+        begin = perf_counter_ns()
+        sets.redraw(i)
+        synchronize(device)
+        times.append((perf_counter_ns() - begin) / 1e6)
+    small = sum(tensor_bytes(s) for s in sets.pristine) <= REDRAW_ALWAYS * len(sets.pristine)
+    return small or min(times) <= REDRAW_MS, min(times)
 
 
 def rescaled(inputs: list) -> list:

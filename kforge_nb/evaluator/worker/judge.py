@@ -162,8 +162,11 @@ class Judge:
     # -- timing, interleaved with the candidate's ---------------------------------------------
     def prepare_timing(self, trials: list[dict]) -> dict:
         self.sets = harness.timing_sets(self.module, trials, self.device)
+        redraw, redraw_ms = harness.redraw_is_cheap(self.sets, self.device)
+        if not redraw:
+            self.sets.redraw = None
         self.forward(self.sets.sets[0])            # warm
-        return {"sets": len(self.sets.sets),
+        return {"sets": len(self.sets.sets), "redraw": redraw, "redraw_ms": redraw_ms,
                 "policy": policy.describe(self.job["policy"], self.device)}
 
     def time(self, calls: int, under_policy: bool = False, compiled: bool = False,
