@@ -58,12 +58,14 @@ def test_blocks_too_short_to_come_back_to_a_set_stay_where_they_are():
 
 def module_of(values: int, slow_s: float = 0.0):
     """A problem module whose get_inputs() draws `values` floats and 16 ids, taking at least
-    `slow_s` (a draw as slow as a large RoPE module's on a GPU's host)."""
+    `slow_s` of CPU time (a draw as slow as a large RoPE module's on a GPU's host)."""
     import time
     import types
 
     def get_inputs():
-        time.sleep(slow_s)
+        end = time.process_time() + slow_s
+        while time.process_time() < end:
+            pass
         return [torch.randn(values), torch.randint(0, 8, (16,))]
     return types.SimpleNamespace(get_inputs=get_inputs)
 
@@ -90,6 +92,19 @@ def test_a_small_set_is_drawn_anew_per_call_however_slow_its_draw():
                                    "cpu")
     ids = [followed.inputs(k)[1].clone() for k in range(4)]
     assert not torch.equal(ids[0], ids[2])                   # call 2's own draw, not set 0's
+
+
+def test_a_draw_that_waits_costs_no_cpu_and_is_cheap():
+    """What the judge weighs is its own CPU time: a wall clock stretched by others' load (here
+    a sleep, 50 ms a draw) is not counted."""
+    import time
+    import types
+
+    def get_inputs():
+        time.sleep(0.05)
+        return [torch.randn(1 << 19), torch.randint(0, 8, (16,))]
+    waiting = harness.timing_sets(types.SimpleNamespace(get_inputs=get_inputs), PLAN, "cpu")
+    assert harness.redraw_is_cheap(waiting, "cpu")[1] < 50
 
 
 def test_a_set_of_floats_only_has_no_redraw_to_decide():
