@@ -116,14 +116,14 @@ def noise_sentence(ratios: list[float], goal: float = GOAL) -> str:
 
 # On a contested CPU a call is slowed, never sped up, by whoever else has the cores: a block's low
 # calls are those the scheduler left alone, and they stay put while its median swings (beside two
-# busy loops eager's median moved tenfold minutes apart). Where the judge checks a block's
-# fastest call (on the CPU: the worker keeps the fastest call so far), that call
-# is the block's time: FASTEST. Where the calls to check are drawn before the block, a low
-# quantile and not the minimum: a kernel that is fast on one call in fifty (a skipped computation
-# it hopes nobody checks) does not set it. Why the minimum where it can be checked: an OpenMP
-# kernel of three parallel regions beside two busy loops in other sessions (sched autogroup)
-# waits at each region's barrier for a thread out of its group's share; its p20 call read 0.14x
-# eager and its fastest 0.40x, idle truth 0.43x (docs/loop-under-load-2026-11-27.md).
+# busy loops eager's median moved tenfold minutes apart). On the CPU the worker keeps each
+# block's fastest call and the judge checks it, so that call is the block's time: FASTEST. On a
+# GPU, where only calls drawn before the block are checked, a low quantile and not the minimum:
+# a kernel fast on one call in fifty (a skipped computation it hopes nobody checks) does not set
+# it. Why the minimum where it is checked: an OpenMP kernel of three parallel regions beside two
+# busy loops in other sessions (sched autogroup) waits at each region's barrier for a thread out
+# of its group's share; its p20 call read 0.14x eager and its fastest 0.40x, idle truth 0.43x
+# (docs/loop-under-load-2026-11-27.md).
 LOW_QUANTILE = 0.2
 FASTEST = 0.0
 # A kernel timed against its own code in another process: two worker processes running the

@@ -321,8 +321,7 @@ class TimedRounds:
                                 "candidate was timed")
                 sides.remove("rival")
         return {"times": times, "lows": lows, "low_q": low_q, "ratios": ratios, "walls": walls,
-                "stop": stop,
-                "calls": calls, "rival": "rival" in sides,
+                "stop": stop, "calls": calls, "rival": "rival" in sides,
                 "cpu": watch.reading() if watch else None}
 
     def fill_timing(self, result: Result, paired: dict, speedup: float, rechecked: bool,

@@ -396,7 +396,7 @@ def timing_sets(module, plan: list[dict], device: str) -> TimingSets:
 
 def redraw_is_cheap(sets: TimingSets, device: str) -> tuple[bool, float | None]:
     """The judge's word on drawing a set's inputs anew for each timed call: (whether to, the
-    fastest of REDRAW_TRIES draws in ms, None where there is no redraw). Small sets always are
+    least CPU time of REDRAW_TRIES draws in ms, None where there is no redraw). Small sets are
     (REDRAW_ALWAYS); larger ones where a draw takes at most REDRAW_MS of the judge's CPU time:
     not its wall time, which a busy machine (or a candidate keeping the cores busy while the
     judge draws, to have ids left as drawn and a memo on them served) would stretch."""
@@ -408,7 +408,7 @@ def redraw_is_cheap(sets: TimingSets, device: str) -> tuple[bool, float | None]:
         sets.redraw(i)
         synchronize(device)
         times.append((time.process_time_ns() - begin) / 1e6)
-    small = sum(tensor_bytes(s) for s in sets.pristine) <= REDRAW_ALWAYS * len(sets.pristine)
+    small = max(tensor_bytes(s) for s in sets.pristine) <= REDRAW_ALWAYS
     return small or min(times) <= REDRAW_MS, min(times)
 
 
