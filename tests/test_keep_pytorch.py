@@ -10,6 +10,7 @@ import pytest
 from kforge_nb.agents import AgentConfig
 from kforge_nb.agents.base import AnalysisRequest
 from kforge_nb.agents.builtin import BuiltinAnalyst
+from kforge_nb.agents.builtin.candidate import HEADER_MARK, CodeFacts, stamped
 from kforge_nb.problem import Problem
 from kforge_nb.result import CORRECT, Result, Roofline, Timing
 from kforge_nb.session import Budget, Session
@@ -35,9 +36,10 @@ def verdict(speedup: float, eager_ms: float = 1.0) -> Result:
 
 def walk(speedup: float, eager_ms: float = 1.0) -> list:
     """The analyst's answers, one per round, until it says done."""
-    code = '#pragma omp parallel for\n# kforge-builtin: {"target": "cpp", "options": ' \
-           '{"matmul": "kernel", "min_parallel_work": 32768, "reuse_output": true}}\n' \
-           "// parked here, read back by the final pass"
+    # a candidate whose header says it runs OpenMP loops and parks a value in its output
+    code = stamped(f"{HEADER_MARK}\n#pragma omp parallel for\n", "cpp",
+                   {"matmul": "kernel", "min_parallel_work": 32768, "reuse_output": True},
+                   CodeFacts(openmp=True, parked_output=True))
     answers, history = [], []
     for _ in range(12):
         rec = BuiltinAnalyst().analyse(AnalysisRequest(

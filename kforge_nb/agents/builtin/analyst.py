@@ -7,17 +7,30 @@ change, why, and what to expect, and carries an `action` the BuiltinGenerator ap
 where the request carries it: `GenerationRequest.action`). The action is also written at the
 end of the text (`action: {...}`): a session that hands the generator only the accepted
 recommendation's text, and a recommendation recorded as text, still say what to apply.
+
+It never reads the code itself. What it trusts the header for:
+- `target` (else the request's) and `options`: the knobs the candidate was written with, which
+  the generator starts from again; a knob already where a rule would set it silences the rule.
+  Code without a header has none: every knob counts as not set.
+- `facts` (candidate.CodeFacts: the short reductions, the vendor GEMM, the libm and vector
+  maths calls, the lane blocks, the task loop, the double accumulators, the OpenMP team, the
+  parked output, the Triton product by tl.sum), only while `code_sha256` is the digest of the
+  code it sits in. Code without a header (an LLM's) or changed since it was written (a
+  person's edit, an LLM's rewrite that kept the line) has no facts, and the rules that need
+  one do not fire; the rules on the verdict and the knobs still do.
 """
 from __future__ import annotations
 
 import json
-import re
 
 from ..base import AnalysisRequest, Recommendation
 from ...intervals import speedup_text
 from ..feedback import profile_summary, vendor_time_share, why_slower_than_eager
-from .candidate import read_header
+from .candidate import CodeFacts, facts_of, read_header
 from .cpp.knobs import host_has_avx512
+
+# the vectorised maths helpers the 512-bit rule counts as long chains of arithmetic
+LONG_MATHS = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "log1p", "sin", "cos"})
 
 
 def facts(request: AnalysisRequest) -> dict:
@@ -44,7 +57,7 @@ def facts(request: AnalysisRequest) -> dict:
         "summary": s or profile_summary(r),     # the session hands profile_summary(r)
         "options": header.get("options", {}),
         "target": header.get("target", request.target),
-        "code": request.code or "",
+        "code": facts_of(request.code),         # what the header says of it (CodeFacts)
     }
 
 
@@ -58,13 +71,12 @@ def percent(value) -> str:
     return "unknown" if value is None else f"{value * 100:.0f}%"
 
 
-def short_reductions(code: str, most: int = 7) -> list[int]:
-    """Extents of the reductions in the candidate's kernels (their story comments) shorter
-    than one 8-float vector. Measured on this CPU (1M elements, rows of 4 to 128): across rows
-    wins for every op at 4 (1.7-6x), is op-dependent from 8 to 32 (a logsumexp still gains
-    2-4x, a softmax or a sum loses), and loses past 32; the middle is left to the knob sweep."""
-    return [int(n) for n in re.findall(r"Reduces over [^(\n]*\((\d+) elements each\)", code)
-            if int(n) <= most]
+def short_reductions(code: CodeFacts, most: int = 7) -> list[int]:
+    """Extents of the reductions in the candidate's kernels shorter than one 8-float vector.
+    Measured on this CPU (1M elements, rows of 4 to 128): across rows wins for every op at 4
+    (1.7-6x), is op-dependent from 8 to 32 (a logsumexp still gains 2-4x, a softmax or a sum
+    loses), and loses past 32; the middle is left to the knob sweep."""
+    return [n for n in code.reductions if n <= most]
 
 
 def across_rows(f: dict) -> list[Recommendation]:
@@ -83,7 +95,7 @@ def across_rows(f: dict) -> list[Recommendation]:
 
 def cpp_rules(f: dict) -> list[Recommendation]:
     o, code, out = f["options"], f["code"], []
-    vendor_gemm = re.search(r"(F\.linear|torch\.(mm|bmm|matmul))\(.*kept in torch", code)
+    vendor_gemm = bool(code.vendor_gemm)
     if vendor_gemm and o.get("matmul", "vendor") == "vendor":
         out.append(rec(
             "compute the matrix product in the C++ kernel",
@@ -103,7 +115,7 @@ def cpp_rules(f: dict) -> list[Recommendation]:
             "product would not beat the vendor library on this CPU.",
             "none from the kernels; at most a few percent.", {"kind": "done"}))
     out += across_rows(f)
-    if o.get("vector_math") is False or re.search(r"std::(exp|log|tanh|erf|log1p)\(", code):
+    if o.get("vector_math") is False or code.scalar_math:
         out.append(rec(
             "vectorise the transcendental functions",
             "Replace the std:: maths calls in the loops with the branch-free vexp/vlog/vtanh "
@@ -111,8 +123,7 @@ def cpp_rules(f: dict) -> list[Recommendation]:
             "without fast-math flags GCC calls libm one element at a time, so loops around "
             "std::exp are not vectorised.", "2-8x on the kernels with exp/tanh/erf.",
             {"kind": "vector_math", "enable": True}))
-    if host_has_avx512() and o.get("vector_width", 0) != 512 and \
-            re.search(r"\bv(exp|log|tanh|sigmoid|erf|log1p|sin|cos)\(", code):
+    if host_has_avx512() and o.get("vector_width", 0) != 512 and code.vector_math & LONG_MATHS:
         out.append(rec(
             "use 512-bit vectors",
             "Ask g++ for AVX-512 registers in the kernels (prefer-vector-width=512).",
@@ -129,7 +140,7 @@ def cpp_rules(f: dict) -> list[Recommendation]:
             "calling thread.", f"the whole call takes {f['ms']:.3g} ms; waking the OpenMP "
             "team and joining it costs several microseconds, a large share at this size.",
             "10-30% on small inputs.", {"kind": "min_parallel_work", "value": 131072}))
-    if "LANE_BLOCK" in code and o.get("lane_block", 256) < 1024:
+    if code.lane_block and o.get("lane_block", 256) < 1024:
         out.append(rec(
             "give each task more lanes",
             "Raise LANE_BLOCK from 256 to 1024 lanes per task in the kernels that reduce over "
@@ -137,14 +148,14 @@ def cpp_rules(f: dict) -> list[Recommendation]:
             "per-lane accumulators still fit in L1.", "5-20% on those kernels.",
             {"kind": "lane_block", "value": 1024}))
     if f["bound"] == "memory" and (f["fraction"] or 0) < 0.5 and o.get("schedule") != "dynamic" \
-            and "for (int64_t task = 0; task < tasks" in code:
+            and code.task_loop:
         out.append(rec(
             "balance the row loop dynamically",
             "Use schedule(dynamic) for the row loop.", f"the kernel reaches "
             f"{percent(f['fraction'])} of the memory roofline; on a shared machine a "
             "statically split loop waits for its slowest thread.", "0-15%, noisy hosts most.",
             {"kind": "schedule", "value": "dynamic"}))
-    if o.get("accumulate", "auto") == "auto" and re.search(r"double \w+_acc", code):
+    if o.get("accumulate", "auto") == "auto" and code.double_accumulator:
         out.append(rec(
             "accumulate in float",
             "Accumulate the long reductions in float instead of double.", "float "
@@ -160,8 +171,8 @@ def triton_rules(f: dict) -> list[Recommendation]:
     interpreted = f["real"] is False
     caveat = " (timings here come from Triton's CPU interpreter and say nothing about a GPU)" \
         if interpreted else ""
-    vendor_gemm = re.search(r"(F\.linear|torch\.(mm|bmm|matmul))\(.*kept in torch", code)
-    if "acc + tl.sum(a[:, :, None]" in code:
+    vendor_gemm = bool(code.vendor_gemm)
+    if code.triton_dot_by_sum:
         out.append(rec(
             "multiply the tiles with tl.dot in ieee precision",
             "Replace the tl.sum of broadcast products with tl.dot(a, b, acc, "
@@ -229,7 +240,7 @@ def recovery_rules(f: dict) -> list[Recommendation]:
             {"kind": "matmul", "value": "vendor"}))
     if f["target"] == "cpp":
         out += across_rows(f)        # a diagnosed cause goes before the generic recoveries
-        if (o.get("min_parallel_work") or 0) < 1 << 30 and "omp parallel" in code:
+        if (o.get("min_parallel_work") or 0) < 1 << 30 and code.openmp:
             out.append(rec(
                 "run the whole call on one thread",
                 "Raise the OpenMP threshold so every kernel runs on the calling thread.",
@@ -237,7 +248,7 @@ def recovery_rules(f: dict) -> list[Recommendation]:
                 "and on a shared or small machine a thread may wait for a busy core.",
                 "large on small inputs; a loss on large ones (the evaluator measures it).",
                 {"kind": "min_parallel_work", "value": 1 << 30}))
-        if o.get("reuse_output", True) and "parked here" in code:
+        if o.get("reuse_output", True) and code.parked_output:
             out.append(rec(
                 "recompute instead of re-reading the output",
                 "Compute the parked value again in the final pass instead of storing it in the "

@@ -6,7 +6,8 @@ ready when the product runs), then one kernel per remaining fused group, then th
 file (docstring, imports, the reference's support code, the `# kforge-builtin:` header, the
 kernels, their launchers, ModelNew). A target subclasses `Assembly` and gives only its
 specifics: which products it owns, how a product and a group are written, its imports and
-how its kernels sit in the file (cpp/assemble.py, triton/assemble.py).
+how its kernels sit in the file (cpp/assemble.py, triton/assemble.py). The facts of the code
+(candidate.CodeFacts) are gathered as it is written, from each writer, for the header.
 """
 from __future__ import annotations
 
@@ -42,6 +43,18 @@ def kept_summary(plan: Schedule, vendor_matmul: bool) -> tuple[list[str], list[s
             labels.append(f"{item.fn} (vendor GEMM)")
             allow.append(item.fn)
     return sorted(set(allow)), labels
+
+
+def vendor_products(plan: Schedule, own: list[Node]) -> list[str]:
+    """The matrix products forward leaves to the vendor's GEMM: those the target does not
+    write itself, and those the capture kept as a torch call (F.linear, torch.matmul...)."""
+    products = []
+    for kind, item in plan.steps:
+        if kind == "matmul" and item not in own:
+            products.append(item.fn)
+        elif kind == "host" and item.fn == "kept" and cand.kept_product(item):
+            products.append(cand.kept_product(item))
+    return products
 
 
 def lowered_ops(plan: Schedule) -> list[str]:
@@ -90,12 +103,14 @@ class Assembly:
         self.launches: dict = {}          # group index -> (launcher, its arguments, outputs)
         self.products: dict = {}          # product node -> the forward lines that call it
         self.taken: set[str] = set()      # kernel names given out
+        self.facts = cand.CodeFacts()     # what the header tells the analyst of this code
 
     def build(self) -> Built:
         plan = self.plan
         matmuls = [item for kind, item in plan.steps if kind == "matmul"]
         own = self.own_products(matmuls)
         allow, labels = self.kept(matmuls, own)
+        self.facts.vendor_gemm = vendor_products(plan, own)
         written = self.own_templates()
         for node in (item for kind, item in plan.steps if kind == "template"):
             if node not in written:
@@ -163,15 +178,17 @@ class Assembly:
         """A template op's kernel, launcher, the call in forward, the story."""
         self.kernels.append(done.kernel)
         self.launchers.append("\n".join(done.launcher))
-        self.helpers_used(done.helpers)
+        self.maths_used(done.helpers, done.libm)
+        self.facts.openmp |= done.openmp
         function = launcher_name(name)
         self.products[node] = [f"{', '.join(o.name for o in done.outputs)} = {function}("
                                f"{', '.join(cand.python_ref(a) for a in done.arguments)})"]
         self.story.append(f"- `{name}` ({self.language}): "
                           f"{done.what}")
 
-    def helpers_used(self, helpers: set[str]) -> None:
-        """C++ keeps the maths helpers its kernels call; other targets have none."""
+    def maths_used(self, helpers: set[str], libm: set[str]) -> None:
+        """C++ keeps the maths helpers its kernels call and notes the libm calls; other targets
+        have neither."""
 
     def add_group(self, group) -> None:
         """One fused group's kernel and launcher, and how forward calls it."""
@@ -180,6 +197,8 @@ class Assembly:
         launcher = launcher_name(name)
         self.launchers.append("\n".join(self.group(kp, name, launcher)))
         self.launches[group.index] = (launcher, kp.inputs + kp.scalars, kp.outputs)
+        if kp.reduce:
+            self.facts.reductions.append(kp.reduced_extent())
         self.story.append(f"- `{name}` ({self.language}): {kp.story()[0]}")
 
     def candidate(self, labels: list[str]) -> str:
@@ -196,12 +215,13 @@ class Assembly:
             self.imports(),
             "\n\n".join(s for s in support if s and not s.startswith(
                 ("import torch", "from torch", "import math"))),
-            cand.header_line(self.target, dataclasses.asdict(self.o)),
+            cand.HEADER_MARK,             # where the header goes, once the rest is written
             self.kernel_text(),
             "\n\n\n".join(self.launchers),
             cand.model_class(init, [n.name for n in plan.graph.inputs], body),
         ]
-        return "\n\n\n".join(p for p in parts if p.strip()) + "\n"
+        code = "\n\n\n".join(p for p in parts if p.strip()) + "\n"
+        return cand.stamped(code, self.target, dataclasses.asdict(self.o), self.facts)
 
     # --- what each target gives ---------------------------------------------------------------
     def own_products(self, matmuls: list[Node]) -> list[Node]:

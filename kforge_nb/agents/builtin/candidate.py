@@ -2,11 +2,20 @@
 
 ModelNew keeps the reference's constructor verbatim (same arguments, same submodules and
 parameters), so the evaluator copies the reference's weights into it; only forward changes.
+
+The file's `# kforge-builtin:` header line is the generator's record of what it wrote: the
+target, the knobs (`options`, which an "optimise" request starts from), the facts of the code
+(`CodeFacts`: what the kernel writers know of the text they emit, which the analyst reads
+instead of the text) and the sha256 of the file without that line, which says whether the
+facts still describe the code below them.
 """
 from __future__ import annotations
 
 import ast
+import dataclasses
+import hashlib
 import json
+from dataclasses import dataclass, field
 
 from .capture.ir import HALF, Node
 from .capture.partition import Group, Schedule
@@ -97,6 +106,13 @@ MATMUL_CALLS = {"linear": "F.linear", "mm": "torch.mm", "bmm": "torch.bmm",
                 "matmul": "torch.matmul"}
 
 
+def kept_product(item: Node) -> str | None:
+    """The matrix product a kept torch call computes (one the capture could not lower: it runs
+    on the vendor's GEMM), by its MATMUL_CALLS name; None for any other kept call."""
+    called = item.attrs["expr"].partition("(")[0]
+    return next((fn for fn, call in MATMUL_CALLS.items() if call == called), None)
+
+
 def vendor_matmul(node: Node) -> list[str]:
     call = f"{MATMUL_CALLS[node.fn]}({', '.join(python_ref(a) for a in node.args)})"
     return [f"{node.name} = {call}  # kept in torch: the vendor GEMM (cuBLAS, oneDNN)"]
@@ -149,17 +165,102 @@ def docstring(title: str, lines: list[str]) -> str:
     return '"""' + title + "\n\n" + "\n".join(lines) + '\n"""'
 
 
-def header_line(target: str, options: dict) -> str:
-    return f"{HEADER_MARK} " + json.dumps({"target": target, "options": options}, sort_keys=True)
+@dataclass
+class CodeFacts:
+    """What the generator knows of the code it wrote, recorded where each construct is emitted
+    (the kernel writers, the assembly) and carried in the header for the analyst, which reads
+    these instead of the text. Empty (all false) is what code without a trusted header has."""
+
+    # per fused kernel that reduces: the elements each reduction covers, at the captured sizes
+    reductions: list[int] = field(default_factory=list)
+    # the matrix products forward leaves to torch's GEMM: "linear", "mm", "bmm", "matmul"
+    vendor_gemm: list[str] = field(default_factory=list)
+    # C++: maths functions called from libm, one element at a time (GCC vectorises no libm
+    # call), that cpp/maths.py has a vectorisable helper for
+    scalar_math: set[str] = field(default_factory=set)
+    # C++: cpp/maths.py's vectorisable helpers the kernels call ("exp" for vexp)
+    vector_math: set[str] = field(default_factory=set)
+    lane_block: bool = False           # C++: a kernel gives each task a block of LANE_BLOCK lanes
+    task_loop: bool = False            # C++: a kernel splits its rows into tasks over the threads
+    double_accumulator: bool = False   # C++: a reduction or a running sum accumulates in double
+    openmp: bool = False               # C++: a kernel runs a loop on the OpenMP thread team
+    parked_output: bool = False        # C++: a pass parks a value in the output, read back later
+    # Triton: a product's tiles multiplied as tl.sum of broadcast products (exact fp32), not
+    # with tl.dot
+    triton_dot_by_sum: bool = False
+
+    def add(self, other: "CodeFacts") -> None:
+        """Take in another writer's facts: lists and sets joined, flags or-ed."""
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, list):
+                mine.extend(theirs)
+            elif isinstance(mine, set):
+                mine |= theirs
+            else:
+                setattr(self, f.name, mine or theirs)
+
+    def as_json(self) -> dict:
+        """The facts that hold (one left out is false or empty)."""
+        return {f.name: sorted(v) if isinstance(v, set) else v for f in dataclasses.fields(self)
+                if (v := getattr(self, f.name))}
+
+    @classmethod
+    def from_json(cls, data) -> "CodeFacts":
+        """The facts a header states, each of the type it must have (the header is part of a
+        candidate's text: anything else is left out, as if not stated)."""
+        data = data if isinstance(data, dict) else {}
+        facts = cls()
+        for f in dataclasses.fields(cls):
+            value, default = data.get(f.name), getattr(facts, f.name)
+            if isinstance(default, bool):
+                setattr(facts, f.name, value is True)
+            elif isinstance(value, list):
+                kind = int if f.name == "reductions" else str     # the one list of numbers
+                items = [v for v in value if isinstance(v, kind) and not isinstance(v, bool)]
+                setattr(facts, f.name, type(default)(items))
+        return facts
+
+
+def kernel_text(code: str) -> str:
+    """A candidate without its header line: what tells two candidates' kernels apart, and
+    what the header's digest is of."""
+    return "\n".join(line for line in code.splitlines() if not line.startswith(HEADER_MARK))
+
+
+def code_digest(code: str) -> str:
+    return hashlib.sha256(kernel_text(code).encode()).hexdigest()
+
+
+def stamped(code: str, target: str, options: dict, facts: CodeFacts) -> str:
+    """`code` with its bare HEADER_MARK line (where the header goes) replaced by the header:
+    the target, the knobs, the facts and the digest of the rest."""
+    header = f"{HEADER_MARK} " + json.dumps({"target": target, "options": options,
+                                             "facts": facts.as_json(),
+                                             "code_sha256": code_digest(code)}, sort_keys=True)
+    lines = code.split("\n")
+    lines[lines.index(HEADER_MARK)] = header
+    return "\n".join(lines)
+
+
+def facts_of(code: str | None) -> CodeFacts:
+    """The facts the header states, where the code is still the one they were recorded for;
+    none for code without a header (an LLM's) or changed since (a person's edit, an LLM's
+    rewrite that kept the line)."""
+    header = read_header(code)
+    if not code or header.get("code_sha256") != code_digest(code):
+        return CodeFacts()
+    return CodeFacts.from_json(header.get("facts"))
 
 
 def read_header(code: str | None) -> dict:
     for line in (code or "").splitlines():
         if line.startswith(HEADER_MARK):
             try:
-                return json.loads(line[len(HEADER_MARK):])
+                header = json.loads(line[len(HEADER_MARK):])
             except ValueError:
                 return {}
+            return header if isinstance(header, dict) else {}
     return {}
 
 

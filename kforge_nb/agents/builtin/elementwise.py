@@ -104,15 +104,24 @@ class Formulas:
 class StdFormulas(Formulas):
     """C++ with the library's maths (libm): the conservative version."""
 
+    def __init__(self):
+        super().__init__()
+        self.libm: set[str] = set()     # the library's functions the expressions call
+
     def lit(self, v) -> str:
         return c_float(v)
 
+    def std(self, function: str, *args: str) -> str:
+        """A call of libm's `function` (GCC vectorises none without fast-math)."""
+        self.libm.add(function)
+        return f"std::{function}({', '.join(args)})"
+
     def call(self, name: str, x: str) -> str:
         if name == "sigmoid":
-            return f"(1.0f / (1.0f + std::exp(-{x})))"
+            return f"(1.0f / (1.0f + {self.std('exp', f'-{x}')}))"
         if name == "softplus":
-            return f"std::log1p(std::exp({x}))"
-        return f"std::{'fabs' if name == 'abs' else name}({x})"
+            return self.std("log1p", self.std("exp", x))
+        return self.std("fabs" if name == "abs" else name, x)
 
     def select(self, cond: str, a: str, b: str) -> str:
         if "(" in a or "(" in b:
@@ -129,7 +138,7 @@ class StdFormulas(Formulas):
         return f"({soft} + {self.select(cond, f'{x} - {soft}', self.lit(0))})"
 
     def general_power(self, base: str, exponent: str, value) -> str:
-        return f"std::pow({base}, {exponent})"
+        return self.std("pow", base, exponent)
 
     # bf16 / fp16 values travel as their 16 bits (uint16_t); cpp/maths.py STORAGE converts
     def rounded(self, dtype, expr: str) -> str:

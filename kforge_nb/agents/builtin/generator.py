@@ -1,12 +1,12 @@
 """BuiltinGenerator: the generation role without a model.
 
-Every candidate it writes starts with a `# kforge-builtin: {...}` line recording the target and
-the knobs it was written with. An "optimise" request starts from the previous candidate's knobs
-and applies the request's action (actions.py: data on the request, or read once off its text),
-said "applied" only where the kernel written with it changes;
-"fix" writes the most conservative version (libm maths, double accumulators); "initial" uses
-the defaults. Extra samples of a round sweep the knobs (sweep.py). The target is looked up in
-the table of targets.py.
+Every candidate it writes carries a `# kforge-builtin: {...}` line recording the target, the
+knobs it was written with and the facts of its code the analyst reads (candidate.py). An
+"optimise" request starts from the previous candidate's knobs and applies the request's action
+(actions.py: data on the request, or read once off its text), said "applied" only where the
+kernel written with it changes; "fix" writes the most conservative version (libm maths, double
+accumulators); "initial" uses the defaults. Extra samples of a round sweep the knobs
+(sweep.py). The target is looked up in the table of targets.py.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from .assemble import Built
-from .candidate import HEADER_MARK
+from .candidate import kernel_text
 
 
 def sweep_steps(target, options) -> list[dict]:
@@ -16,11 +16,6 @@ def sweep_steps(target, options) -> list[dict]:
     pairs = [{**a, **b} for i, a in enumerate(singles) for b in singles[i + 1:]
              if not set(a) & set(b)]
     return singles + pairs
-
-
-def kernel_text(code: str) -> str:
-    """A candidate without its header line: what tells two candidates' kernels apart."""
-    return "\n".join(line for line in code.splitlines() if not line.startswith(HEADER_MARK))
 
 
 def what_runs(built: Built):

@@ -7,6 +7,7 @@ from ..assemble import Assembly, kept_summary
 from ..kernel import KernelPlan
 from .gemm import MICRO_KERNEL, CppGemm, epilogue_for
 from .kernels import CppKernel, cpp_source
+from .maths import FUNCTIONS
 from .passes import pointer
 
 IMPORTS = ("import math\n\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
@@ -54,20 +55,24 @@ class CppAssembly(Assembly):
         if not gemm.matvec and MICRO_KERNEL.strip("\n") not in self.kernels:
             self.kernels.insert(0, MICRO_KERNEL.strip("\n"))
         self.kernels.append(gemm.kernel())
-        self.helpers |= gemm.helpers
+        self.maths_used(gemm.helpers, gemm.libm)
+        self.facts.add(gemm.facts)
         arguments = [gemm.a, gemm.b] + ([gemm.bias] if gemm.bias is not None else []) + \
             gemm.ep_inputs + (epilogue.scalars if epilogue else [])
         what = "register-tiled matrix product" + \
             (" with the ops after it applied before the store" if epilogue else "")
         return gemm.launcher(function), arguments, gemm.outputs, what
 
-    def helpers_used(self, helpers):
+    def maths_used(self, helpers, libm):
         self.helpers |= helpers
+        self.facts.vector_math |= {n for n in helpers if n in FUNCTIONS}
+        self.facts.scalar_math |= {n for n in libm if n in FUNCTIONS}
 
     def group(self, kp, name, launcher):
         writer = CppKernel(kp, self.o)
         self.kernels.append(writer.write())
-        self.helpers |= writer.f.used
+        self.maths_used(writer.f.used, writer.f.libm)
+        self.facts.add(writer.facts)
         return launcher_lines(kp, f"kernels.{name}", launcher)
 
     def imports(self) -> str:
@@ -78,5 +83,5 @@ class CppAssembly(Assembly):
                 "maths) and\n# cached by its hash; every extern \"C\" function becomes a Python "
                 "callable that takes\n# contiguous tensors for pointers (bf16 and fp16 as their 16 "
                 'bits) and Python numbers for sizes.\nsource = r"""\n' +
-                cpp_source(self.kernels, self.helpers, self.o) + '"""\n\n'
+                cpp_source(self.kernels, self.helpers, self.o, self.facts.lane_block) + '"""\n\n'
                 "kernels = cpp.load(source)")

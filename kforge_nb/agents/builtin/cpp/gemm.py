@@ -18,7 +18,7 @@ rounded once to the 16-bit dtype at the store, as torch's bf16 addmm (fp32 accum
 """
 from __future__ import annotations
 
-from ..candidate import dtype_expr, output_shape
+from ..candidate import CodeFacts, dtype_expr, output_shape
 from ..capture.ir import HALF, Node, transposed_source
 from ..capture.partition import Group, Schedule
 from ..elementwise import StdFormulas
@@ -111,7 +111,9 @@ class CppGemm:
         self.ep_inputs = [n for n in (epilogue.inputs if epilogue else []) if n not in operands]
         self.outputs = epilogue.outputs if epilogue else [node]
         self.helpers: set[str] = set()
+        self.libm: set[str] = set()       # the epilogue's library maths (the "fix" version)
         self.storage = StdFormulas()      # the bf16 / fp16 loads and stores (their helpers)
+        self.facts = CodeFacts(openmp=True)     # both bodies split their rows over the team
 
     def load(self, operand: Node, element: str) -> str:
         """An element of an operand as float32 (a bf16 / fp16 one converted from its bits)."""
@@ -274,6 +276,7 @@ class CppGemm:
         for o in ep.outputs:
             writer.emit(f"{self.out_name(o)}[{target}] = {writer.value(o)};")
         self.helpers |= writer.f.used
+        self.libm |= writer.f.libm
         return out + writer.lines
 
     def column_stored(self) -> bool:

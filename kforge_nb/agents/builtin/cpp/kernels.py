@@ -11,6 +11,7 @@ state, how one value is written, and the translation unit around the kernels.
 """
 from __future__ import annotations
 
+from ..candidate import CodeFacts
 from ..capture.ir import Node
 from ..elementwise import CppFormulas, StdFormulas
 from ..kernel import KernelPlan
@@ -35,6 +36,8 @@ class CppKernel(Passes):
         self.bound: dict = {}       # external nodes already held in a variable (a GEMM tile)
         self.hoisted: set = set()   # free values already computed for the whole row
         self.inverted: set = set()
+        # what the text holds, noted as it is written (the passes and pragmas below)
+        self.facts = CodeFacts(lane_block=self.lanes)
 
     # -- small writers ----------------------------------------------------------------------
     def emit(self, line: str = "") -> None:
@@ -185,6 +188,7 @@ class CppKernel(Passes):
     def parallel(self, extra: str = "") -> str:
         # dynamic scheduling hands out whole rows; a flat element loop stays static
         schedule = self.o.schedule if not extra else "static"
+        self.facts.openmp = True
         pragma = f"#pragma omp parallel for{extra} schedule({schedule})"
         if not self.o.min_parallel_work:
             return pragma
@@ -196,8 +200,10 @@ class CppKernel(Passes):
         return f"{pragma} if(elements >= {self.o.min_parallel_work})"
 
 
-def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> str:
-    """The whole C++ translation unit: includes, helpers in use, the kernels."""
+def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions,
+               lanes: bool) -> str:
+    """The whole C++ translation unit: includes, helpers in use, `LANE_BLOCK` where a kernel
+    walks blocks of lanes, the kernels."""
     head = []
     if options.vector_width == 512:
         # GCC tunes recent Intel cores for 256-bit vectors even where AVX-512 exists (the
@@ -207,8 +213,7 @@ def cpp_source(kernels: list[str], helpers: set[str], options: CppOptions) -> st
                  '#pragma GCC target("prefer-vector-width=512")', "#endif"]
     head += ["#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <omp.h>",
              ""]
-    needs_lanes = any("LANE_BLOCK" in k for k in kernels)
-    if needs_lanes:
+    if lanes:
         head += ["// Lanes (consecutive elements of a kept innermost dim) each task owns.",
                  f"constexpr int64_t LANE_BLOCK = {options.lane_block};", ""]
     body = [helpers_source(helpers)] if helpers else []

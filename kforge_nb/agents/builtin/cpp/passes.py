@@ -47,6 +47,7 @@ class Passes:
             self.emit(f"const int64_t tasks = {rows};")
         self.emit(self.parallel())
         self.open("for (int64_t task = 0; task < tasks; ++task)")
+        self.facts.task_loop = True
         rest = "task"
         if self.lanes:
             self.emit("const int64_t lane_begin = (task % lane_blocks) * LANE_BLOCK;")
@@ -84,6 +85,7 @@ class Passes:
             self.emit("return;")
             self.close()
         self.emit("#pragma omp parallel for simd schedule(static)")
+        self.facts.openmp = True
         self.open(loop)
         self.write_final_pass()
         self.close()
@@ -120,6 +122,7 @@ class Passes:
             terms *= region.size
         double = self.o.accumulate == "double" or (self.o.accumulate == "auto" and terms > 16384)
         if r.fn in ("sum", "mean"):
+            self.facts.double_accumulator |= double     # (asked only for one a pass declares)
             return ("double", "0.0") if double else ("float", "0.0f")
         if r.fn == "first_index":
             return "int64_t", "reduce_count"       # "not found" sorts after every index
@@ -172,6 +175,7 @@ class Passes:
             o = p.full_outputs()[0]
             self.emit(f"{self.out_name[o]}[{self.index(p.output_regions(o))}] = "
                       f"{plan[number].name};  // parked here, read back by the passes after")
+            self.facts.parked_output = True
         for r in reductions:
             self.combine(r)
         self.bound.pop(earlier, None)
@@ -269,6 +273,7 @@ class Passes:
             self.emit(f"// the running sum runs along {self.plan.reduce[0].size_name} in order "
                       "(double accumulator, as torch's cumsum on the CPU)")
             start = "1.0" if scan.fn == "prod" else "0.0"
+            self.facts.double_accumulator = True
             if self.lanes:
                 self.emit(f"double {scan.name}_acc[LANE_BLOCK];")
                 self.emit(f"for (int64_t slot = 0; slot < lane_count; ++slot) "

@@ -34,6 +34,8 @@ class Written:
     outputs: list[Node]
     what: str                         # the story's line: what the kernel does
     helpers: set[str] = field(default_factory=set)   # C++ maths helpers it uses
+    libm: set[str] = field(default_factory=set)      # C++: the library maths it calls
+    openmp: bool = False                             # C++: it runs loops on the thread team
 
 
 Writer = Callable[[Node, str, str, object], "Written | None"]   # (node, name, function, options)

@@ -15,7 +15,8 @@ scale is 1/sqrt(E) when the call gives none.
 """
 from __future__ import annotations
 
-
+from ..cpp.maths import FUNCTIONS
+from ..elementwise import CppFormulas, StdFormulas
 from . import Written
 
 LOG2E = 1.4426950408889634      # exp(x) = 2^(x log2 e): folded into the scale once
@@ -199,7 +200,8 @@ def triton(node, name: str, function: str, options) -> Written:
 # -- C++ -----------------------------------------------------------------------------------------
 def cpp(node, name: str, function: str, options) -> Written:
     w = settings(node)
-    exp = "vexp" if options.vector_math else "std::exp"
+    f = CppFormulas(FUNCTIONS) if options.vector_math else StdFormulas()   # vexp or std::exp
+    rescale, weight = f.call("exp", "m - m_new"), f.call("exp", "s[j] - m_new")
     body = [f'extern "C" void {name}(const float* q, const float* k, const float* v, '
             "float* out, int64_t heads, int64_t Lq, int64_t Lk, int64_t E, int64_t EV, "
             "float scale) {",
@@ -231,11 +233,11 @@ def cpp(node, name: str, function: str, options) -> Written:
             "                        block_max = std::max(block_max, s[j]);",
             "                    }",
             "                    const float m_new = std::max(m, block_max);",
-            f"                    const float alpha = {exp}(m - m_new);   // 0 on the first block",
+            f"                    const float alpha = {rescale};   // 0 on the first block",
             "                    float block_sum = 0.0f;",
             "                    #pragma omp simd reduction(+:block_sum)",
             "                    for (int64_t j = 0; j < n; ++j) {",
-            f"                        s[j] = {exp}(s[j] - m_new);",
+            f"                        s[j] = {weight};",
             "                        block_sum += s[j];",
             "                    }",
             "                    l = l * alpha + block_sum;",
@@ -264,4 +266,4 @@ def cpp(node, name: str, function: str, options) -> Written:
                 f"        kernels.{name}(q3, k3, v3, out, heads, Lq, Lk, E, EV, float(scale))",
                 "    return out"]
     return Written("\n".join(body), launcher, list(node.args), [node], what(w),
-                   {"exp"} if options.vector_math else set())
+                   helpers=f.used, libm=f.libm, openmp=True)

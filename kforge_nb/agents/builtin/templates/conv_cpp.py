@@ -93,4 +93,5 @@ def write(node, name: str, function: str, options) -> Written:
             f"        kernels.{name}(x, weight, {'bias, ' if w['bias'] else ''}out, N, CIN, "
             "COUT, D, H, W, OD, OH, OW)"]
     launcher = launcher_head(function, w, name, how) + call + ["    return out"]
-    return Written("\n".join(body), launcher, list(node.args), [node], what(w, how))
+    return Written("\n".join(body), launcher, list(node.args), [node], what(w, how),
+                   openmp=True)

@@ -155,7 +155,7 @@ def cpp(node, name: str, function: str, options) -> Written:
         f"            raise IndexError(f\"{w['source']}: an index is out of range for the "
         f"indexed dims of sizes {{sizes}}\")",
         "    return out"]
-    return Written("\n".join(body), launcher, list(node.args), [node], what(w))
+    return Written("\n".join(body), launcher, list(node.args), [node], what(w), openmp=True)
 
 
 # -- Triton --------------------------------------------------------------------------------------

@@ -157,4 +157,4 @@ def cpp(node, name: str, function: str, options) -> Written:
                 "    if out.numel():",
                 f"        kernels.{name}(x, out, rows, D, H, W, OD, OH, OW)",
                 "    return out"]
-    return Written("\n".join(body), launcher, [node.args[0]], [node], what(w))
+    return Written("\n".join(body), launcher, [node.args[0]], [node], what(w), openmp=True)

@@ -46,6 +46,7 @@ class TritonAssembly(Assembly):
     def product(self, node, name, epilogue, function):
         gemm = TritonGemm(node, name, self.o, epilogue)
         self.kernels.append(gemm.kernel())
+        self.facts.triton_dot_by_sum |= gemm.dot_by_sum
         what = f"tiled matrix product ({self.o.dot})" + \
             (" with the pointwise ops after it applied to the tile" if epilogue else "")
         return gemm.launcher(function), gemm.arguments(), gemm.outputs, what

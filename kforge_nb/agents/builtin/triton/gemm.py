@@ -106,7 +106,10 @@ class TritonGemm:
         self.pointer_params = names
         # one column of B: the matrix-vector body (fp64 sums; any dot setting gives the same)
         self.matvec = matvec.is_matvec(node, self.batched)
-        self.autotuned = options.dot != "fma" or self.matvec
+        # the tiles multiplied as tl.sum of broadcast products (PRODUCTS["fma"]), not tl.dot;
+        # that product runs at the knobs' tile sizes, the others are autotuned on a GPU
+        self.dot_by_sum = options.dot == "fma" and not self.matvec
+        self.autotuned = not self.dot_by_sum
         self.f = TritonFormulas()         # bf16 / fp16 loads, the rounding and the store
 
     def load(self, operand: Node, read: str) -> str:
