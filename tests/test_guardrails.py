@@ -354,3 +354,14 @@ def test_torch_cumprod_in_forward_is_rejected_before_it_runs(options):
     assert result.state == REJECTED
     assert result.rules == ["torch-compute-in-forward"]
     assert f"line {line_of(source, 'torch.cumprod(')}: torch.cumprod()" in result.message
+
+
+@pytest.mark.parametrize("sizes, fires", [
+    ("x.shape", False), ("(1, *x.shape[1:])", False), ("tuple(x.shape)[::-1]", False),
+    ("[1] + list(x.shape[1:])", False), ("x", True), ("[x.sum(), 1]", True)])
+def test_numpy_on_a_tensors_sizes_is_host_arithmetic_not_torch_compute(sizes, fires):
+    """np.cumprod of a shape (a wrapper's strides) reads no tensor data, as np.sqrt of a row
+    length does not: cumprod joined the refused names with the model's split, and is refused
+    on a tensor, never on Python numbers."""
+    source = "import numpy as np\n" + relu_then(f"np.cumprod({sizes})")
+    assert rules_fired(source) == (["torch-compute-in-forward"] if fires else [])
