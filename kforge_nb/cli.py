@@ -67,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A kept torch op is refused by name in forward before the candidate runs, or by the audit
+# once it runs: either way the file's own allowances (`--as-judged`) are what the run used
+TORCH_COMPUTE_RULES = {"torch-compute-in-forward", "torch-compute-at-runtime"}
+
+
 def cmd_eval(args) -> int:
     from .evaluator import evaluate
     from .evaluator.parent.verdicts import quoted
@@ -96,7 +101,7 @@ def cmd_eval(args) -> int:
         if result.error and result.error.get("log"):     # the compiler's, quoted as such
             print("\ncompiler output (end):\n" + quoted(result.error["log"], 3000, end=True))
         print(f"artifacts: {result.artifacts}")
-        if "torch-compute-at-runtime" in result.rules and not args.as_judged:
+        if TORCH_COMPUTE_RULES & set(result.rules) and not args.as_judged:
             print(declared_hint(candidate_path))
     return EXIT_CORRECT if result.ok else EXIT_VERDICT
 

@@ -7,8 +7,9 @@ The builtin agent keeps a gather whose index tensors broadcast against each othe
 until the agent learned to round and to gather in its kernels.) The file carries the run's flags
 on a first line the session writes (`# kforge-judged-with:`); the refusal names them,
 `kforge eval --as-judged` judges the file as the run did, and the exported kernel says the same
-command and writes the reference it needs. What the line may declare is bounded: --target,
---precision and op names, never '*' nor any other flag.
+command and writes the reference it needs. A kept op refused by name before it runs
+(`torch-compute-in-forward`: F.bilinear) names the run's flags the same way. What the line may
+declare is bounded: --target, --precision and op names, never '*' nor any other flag.
 """
 from __future__ import annotations
 
@@ -102,3 +103,58 @@ def test_a_file_without_a_declaration_is_told_so(tmp_path):
     told = kforge_eval(reference, candidate, "--as-judged", cwd=tmp_path)
     assert told.returncode == 2
     assert "mine.py has no '# kforge-judged-with:' line" in told.stderr
+
+
+BILINEAR = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 16, 12))
+        self.b = nn.Parameter(torch.randn(8))
+
+    def forward(self, a, b):
+        return torch.relu(F.bilinear(a, b, self.w, self.b))
+
+
+def get_inputs():
+    return [torch.randn(32, 16), torch.randn(32, 12)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_op_kept_by_name_is_refused_before_it_runs_and_judged_as_the_run_did(tmp_path):
+    """The builtin agent keeps F.bilinear as the torch call and lowers the relu after it. The
+    guardrail refuses `F.bilinear(` by name in forward (torch-compute-in-forward) before the
+    candidate runs, so `kforge eval` without the run's flags points at them there too, and
+    `--as-judged` accepts what the run accepted."""
+    from kforge_nb.agents import AgentConfig
+    from kforge_nb.evaluator import EvalOptions
+    from kforge_nb.session import Budget, Session
+    session = Session(Problem.from_string(BILINEAR, "bilinear"), "cpp",
+                      AgentConfig(provider="builtin"), Budget(iterations=1, patience=None),
+                      EvalOptions(baselines=("eager",), out_dir=tmp_path, trials=2),
+                      out=tmp_path).start()
+    session.wait(600)
+    assert session.best is not None, session.finish_reason
+    best = session.folder / "best_candidate.py"
+    assert best.read_text().startswith("# kforge-judged-with: --target cpp --allow bilinear\n")
+    assert "F.bilinear(" in best.read_text()
+    reference = tmp_path / "reference.py"
+    reference.write_text(BILINEAR)
+
+    refused = kforge_eval(reference, best, "--target", "cpp", cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr
+    assert "torch-compute-in-forward" in refused.stdout and "F.bilinear()" in refused.stdout
+    assert ("judged it with --target cpp --allow bilinear: kforge eval --as-judged judges it "
+            "the same way") in refused.stdout
+
+    accepted = kforge_eval(reference, best, "--as-judged", cwd=tmp_path)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert accepted.stdout.startswith("correct")

@@ -304,18 +304,64 @@ def test_a_name_bound_only_to_the_current_stream_is_the_current_stream():
     assert list(fired(cpp_candidate(KERNEL % "", rebound))) == ["extra-threads-or-streams"]
 
 
-def test_every_op_the_builtin_records_know_is_a_compute_function_for_the_guardrail():
-    """The builtin agent's pointwise ops (one record each, with its torch spellings) are torch
-    functions that compute: each is in the guardrail's one list (kforge_nb/compute_ops.py)."""
+def test_the_builtin_records_and_the_guardrail_read_one_list_of_pointwise_ops():
+    """Each builtin record is a key of compute_ops.POINTWISE (its torch spellings are read from
+    there), each key has a record, and every name and spelling is a compute function to the
+    guardrail."""
     from kforge_nb.agents.builtin.op_records import RECORDS
-    from kforge_nb.compute_ops import COMPUTE_FUNCTIONS
+    from kforge_nb.compute_ops import COMPUTE_FUNCTIONS, POINTWISE
+    assert sorted(r.name for r in RECORDS) == sorted(POINTWISE)
     known = {r.name for r in RECORDS} | {name for r in RECORDS for name in r.torch}
     assert known <= COMPUTE_FUNCTIONS, f"not compute functions: {sorted(known - COMPUTE_FUNCTIONS)}"
 
 
-@pytest.mark.parametrize("call", ["torch.log1p(x)", "torch.expm1(x)", "F.mish(x)"])
-def test_a_record_op_called_in_forward_is_torch_compute(call):
+def test_no_function_the_guardrail_refuses_is_harmless_to_the_audit():
+    """The static pass and the run-time audit agree: no name refused in forward as compute is
+    one the audit lets pass as moving, allocating or asking about memory."""
+    from kforge_nb.compute_ops import COMPUTE_FUNCTIONS
+    from kforge_nb.evaluator.worker.audit import HANDLING, HARMLESS
+    assert not COMPUTE_FUNCTIONS & (HARMLESS | HANDLING)
+
+
+def relu_then(call: str) -> str:
+    """The C++ relu candidate with `y = call` after its kernel's launch in forward."""
     launch = "kernels.relu(x, y, x.numel())"
     source = candidate_source("cpp_relu").replace(launch, f"{launch}\n        y = {call}")
     assert call in source
+    return source
+
+
+@pytest.mark.parametrize("call", ["torch.log1p(x)", "torch.expm1(x)", "F.mish(x)"])
+def test_a_record_op_called_in_forward_is_torch_compute(call):
+    source = relu_then(call)
     assert rules_fired(source) == ["torch-compute-in-forward"]
+
+
+# The heavy ops a whole model is split around (compute_ops.GEMM, REDUCTION) the guardrail's own
+# list lacked: until they shared one list, these were refused only once they ran (the audit)
+@pytest.mark.parametrize("call", ["torch.cumprod(x, 0)", "F.avg_pool1d(x, 2)",
+                                  "F.scaled_dot_product_attention(x, x, x)", "F.normalize(x)"])
+def test_a_heavy_op_of_a_models_split_called_in_forward_is_torch_compute(call):
+    source = relu_then(call)
+    assert rules_fired(source) == ["torch-compute-in-forward"]
+    allowed = Guardrails(allow=[call.split("(")[0].split(".")[-1]])     # --allow cumprod
+    assert rules_fired(source, allowed) == []
+
+
+def test_torch_cumprod_in_forward_is_rejected_before_it_runs(options):
+    source = relu_then("torch.cumprod(y, 0)")
+    result = evaluate(Problem.from_file(PROBLEMS / "relu.py"), source, "cpp", options())
+    assert result.state == REJECTED
+    assert result.rules == ["torch-compute-in-forward"]
+    assert f"line {line_of(source, 'torch.cumprod(')}: torch.cumprod()" in result.message
+
+
+@pytest.mark.parametrize("sizes, fires", [
+    ("x.shape", False), ("(1, *x.shape[1:])", False), ("tuple(x.shape)[::-1]", False),
+    ("[1] + list(x.shape[1:])", False), ("x", True), ("[x.sum(), 1]", True)])
+def test_numpy_on_a_tensors_sizes_is_host_arithmetic_not_torch_compute(sizes, fires):
+    """np.cumprod of a shape (a wrapper's strides) reads no tensor data, as np.sqrt of a row
+    length does not: cumprod joined the refused names with the model's split, and is refused
+    on a tensor, never on Python numbers."""
+    source = "import numpy as np\n" + relu_then(f"np.cumprod({sizes})")
+    assert rules_fired(source) == (["torch-compute-in-forward"] if fires else [])

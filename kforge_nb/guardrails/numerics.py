@@ -46,8 +46,9 @@ def torch_compute_in_forward(src: Source) -> list[str]:
 SIZE_METHODS = {"size", "stride", "numel", "nelement", "dim", "ndimension", "element_size",
                 "storage_offset"}
 SIZE_ATTRIBUTES = {"shape", "ndim"}
-# Python functions that take and give Python numbers
-NUMBER_FUNCTIONS = {"len", "int", "float", "abs", "min", "max", "round", "pow", "divmod"}
+# Python functions that take and give Python numbers (`tuple(x.shape)`: a sequence of them)
+NUMBER_FUNCTIONS = {"len", "int", "float", "abs", "min", "max", "round", "pow", "divmod",
+                    "tuple", "list"}
 
 
 class HostScalars:
@@ -80,8 +81,12 @@ class HostScalars:
             return numbers(node.left, node.right)
         if isinstance(node, ast.UnaryOp):
             return numbers(node.operand)
-        if isinstance(node, ast.Subscript):           # x.shape[-1], x.size()[0]
-            return self._sizes(node.value)
+        if isinstance(node, (ast.Tuple, ast.List)):     # a shape: (1, *x.shape[1:])
+            return numbers(*node.elts)
+        if isinstance(node, ast.Starred):
+            return numbers(node.value)
+        if isinstance(node, ast.Subscript):           # x.shape[-1], x.size()[0], shape[1:]
+            return self._sizes(node.value) or numbers(node.value)
         if isinstance(node, ast.Attribute) and dotted(node).startswith("self."):
             values = self.attributes.get(dotted(node))
             return values is not None and numbers(*values)

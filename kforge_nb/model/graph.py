@@ -23,18 +23,10 @@ import torch
 import torch.fx
 import torch.nn as nn
 
+from ..compute_ops import GEMM, REDUCTION     # the heavy torch functions, by name
+
 # --- what kind of op a node is ------------------------------------------------------------------
 
-GEMM = {"linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-        "conv_transpose3d", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "embedding",
-        "scaled_dot_product_attention", "tensordot"}
-REDUCTION = {"layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm", "softmax",
-             "log_softmax", "sum", "mean", "amax", "amin", "max", "min", "var", "std", "logsumexp",
-             "cumsum", "cumprod", "prod", "norm", "argmax", "argmin", "max_pool1d", "max_pool2d",
-             "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
-             "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-             "adaptive_max_pool2d", "adaptive_max_pool3d", "normalize", "cross_entropy",
-             "mse_loss", "nll_loss", "kl_div"}
 MODULE_KINDS = {
     "gemm": (nn.Linear, nn.Bilinear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
              nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Embedding),

@@ -63,7 +63,7 @@ class BuiltinGenerator:
     def start(request: GenerationRequest, target):
         """The knobs to start from: the target's defaults for the precision policy, with the
         previous candidate's where it is improved on or fixed."""
-        defaults = target.defaults(getattr(request, "precision", "strict"))
+        defaults = target.defaults(request.precision)
         header = read_header(request.previous_code)
         if header.get("target") == target.name and request.kind in ("optimise", "fix"):
             known = {f.name for f in dataclasses.fields(defaults)}

@@ -1,7 +1,8 @@
 """One record per pointwise op of the builtin agent's graph: everything the agent knows of it.
 
 A record says how many operands the op takes, which torch functions are this op with no
-argument of their own (capture maps them straight to it), whether a bool or integer tensor
+argument of their own (capture maps them straight to it; kforge_nb/compute_ops.py, where the
+guardrails read them too, is their one home), whether a bool or integer tensor
 beside a float32 one is promoted as torch does, its cost in FLOPs per element (the evaluator's
 op_costs: one home for costs) and with it whether it is expensive (a transcendental: worth
 parking in the output rather than computing twice, cpp/passes.py), and how it is written.
@@ -11,8 +12,9 @@ How it is written: `write(f, args, attrs)` builds the expression from a language
 formula is written once for every target. A language that spells an op its own way (Triton's
 `tl.maximum`) says so in its `code_for_op` table, as tinygrad's renderers do.
 
-Adding an op: a record here (and a maths body in cpp/maths.py plus a Triton call in
-elementwise.py when it is a new transcendental function).
+Adding an op: a record here, its name and torch spellings in compute_ops.POINTWISE (and a
+maths body in cpp/maths.py plus a Triton call in elementwise.py when it is a new transcendental
+function).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Callable
 
 import torch
 
+from ...compute_ops import POINTWISE
 from ...evaluator.worker.op_costs import EXP, op_cost
 
 Write = Callable[[object, list, dict], str]     # (formulas, operand expressions, attrs) -> expr
@@ -31,14 +34,18 @@ class OpRecord:
     name: str                          # the pointwise node's fn
     arity: int                         # operands (tensors or scalars)
     write: Write                       # its expression from the language's primitives
-    torch: tuple[str, ...] = ()        # torch functions that are this op, one input and no
-    #                                    argument of their own (torch.relu, F.silu, Tensor.exp)
     promotes: bool = False             # x * mask: a bool/int tensor is made float32 first
     boolean: bool = False              # torch's result is a bool tensor (the kernels carry
     #                                    it as 1 / 0 and store it as bool where it is an output)
     steps: bool = False                # its result moves a whole step where an operand moves
     #                                    by its last bit (round, floor, a comparison): the
     #                                    arithmetic before it must be torch's, bit for bit
+
+    @property
+    def torch(self) -> tuple[str, ...]:
+        """The torch functions that are this op, one input and no argument of their own
+        (torch.relu, F.silu, Tensor.exp), as compute_ops.POINTWISE holds them."""
+        return POINTWISE[self.name]
 
     @property
     def cost(self) -> int:
@@ -218,37 +225,35 @@ RECORDS = (
     OpRecord("where", 3, w_where),
     OpRecord("logical_and", 2, w_logical_and, boolean=True),
     OpRecord("logical_or", 2, w_logical_or, boolean=True),
-    OpRecord("logical_not", 1, w_logical_not, ("logical_not",), boolean=True),
-    OpRecord("relu", 1, w_relu, ("relu",)),
-    OpRecord("sigmoid", 1, maths("sigmoid"), ("sigmoid",)),
-    OpRecord("tanh", 1, maths("tanh"), ("tanh",)),
-    OpRecord("exp", 1, maths("exp"), ("exp",)),
-    OpRecord("log", 1, maths("log"), ("log",)),
-    OpRecord("abs", 1, maths("abs"), ("abs",)),
-    OpRecord("neg", 1, lambda f, a, attrs: f"(-{a[0]})", ("neg", "negative")),
-    OpRecord("sqrt", 1, maths("sqrt"), ("sqrt",)),
-    OpRecord("rsqrt", 1, lambda f, a, attrs: f"({f.lit(1)} / {f.call('sqrt', a[0])})",
-             ("rsqrt",)),
-    OpRecord("erf", 1, maths("erf"), ("erf",)),
-    OpRecord("sin", 1, maths("sin"), ("sin",)),
-    OpRecord("cos", 1, maths("cos"), ("cos",)),
-    OpRecord("log1p", 1, maths("log1p"), ("log1p",)),
-    OpRecord("expm1", 1, lambda f, a, attrs: f"({f.call('exp', a[0])} - {f.lit(1)})",
-             ("expm1",)),
-    OpRecord("reciprocal", 1, w_reciprocal, ("reciprocal",)),
-    OpRecord("square", 1, lambda f, a, attrs: f"({a[0]} * {a[0]})", ("square",)),
-    OpRecord("floor", 1, maths("floor"), ("floor",), steps=True),
-    OpRecord("ceil", 1, maths("ceil"), ("ceil",), steps=True),
-    OpRecord("trunc", 1, maths("trunc"), ("trunc", "fix"), steps=True),
+    OpRecord("logical_not", 1, w_logical_not, boolean=True),
+    OpRecord("relu", 1, w_relu),
+    OpRecord("sigmoid", 1, maths("sigmoid")),
+    OpRecord("tanh", 1, maths("tanh")),
+    OpRecord("exp", 1, maths("exp")),
+    OpRecord("log", 1, maths("log")),
+    OpRecord("abs", 1, maths("abs")),
+    OpRecord("neg", 1, lambda f, a, attrs: f"(-{a[0]})"),
+    OpRecord("sqrt", 1, maths("sqrt")),
+    OpRecord("rsqrt", 1, lambda f, a, attrs: f"({f.lit(1)} / {f.call('sqrt', a[0])})"),
+    OpRecord("erf", 1, maths("erf")),
+    OpRecord("sin", 1, maths("sin")),
+    OpRecord("cos", 1, maths("cos")),
+    OpRecord("log1p", 1, maths("log1p")),
+    OpRecord("expm1", 1, lambda f, a, attrs: f"({f.call('exp', a[0])} - {f.lit(1)})"),
+    OpRecord("reciprocal", 1, w_reciprocal),
+    OpRecord("square", 1, lambda f, a, attrs: f"({a[0]} * {a[0]})"),
+    OpRecord("floor", 1, maths("floor"), steps=True),
+    OpRecord("ceil", 1, maths("ceil"), steps=True),
+    OpRecord("trunc", 1, maths("trunc"), steps=True),
     # torch.round: to nearest, ties to even (its `decimals` is a converter's, ops_pointwise.py)
     OpRecord("round", 1, maths("nearbyint"), steps=True),
-    OpRecord("silu", 1, w_silu, ("silu",)),
-    OpRecord("mish", 1, w_mish, ("mish",)),
+    OpRecord("silu", 1, w_silu),
+    OpRecord("mish", 1, w_mish),
     OpRecord("hardswish", 1, lambda f, a, attrs: f"({a[0]} * {clamp06(f, f'{a[0]} + {f.lit(3)}')}"
-                                                 f" / {f.lit(6)})", ("hardswish",)),
+                                                 f" / {f.lit(6)})"),
     OpRecord("hardsigmoid", 1, lambda f, a, attrs: f"({clamp06(f, f'{a[0]} + {f.lit(3)}')} / "
-                                                   f"{f.lit(6)})", ("hardsigmoid",)),
-    OpRecord("sign", 1, w_sign, ("sign",)),
+                                                   f"{f.lit(6)})"),
+    OpRecord("sign", 1, w_sign),
     OpRecord("leaky_relu", 1, w_leaky_relu),
     OpRecord("clamp", 1, w_clamp),
     OpRecord("gelu", 1, w_gelu),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...guardrails import Guardrails
+from ...options import DEFAULT_PRECISION
 from ..worker.harness import RESCALED
 from .process import default_memory_limit
 from ..worker.trial_values import TAILS
@@ -18,7 +19,7 @@ class EvalOptions:
     trials: int = 5
     timeout_s: float = 180.0
     memory_bytes: int = field(default_factory=default_memory_limit)
-    precision: str = "strict"
+    precision: str = DEFAULT_PRECISION
     guardrails: Guardrails = field(default_factory=Guardrails)
     baselines: tuple[str, ...] = ("eager", "compile")
     compile_mode: str = "default"   # torch.compile's mode for the "compile" baseline
