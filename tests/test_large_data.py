@@ -162,3 +162,29 @@ def test_a_memory_exchange_left_by_a_killed_process_is_removed(tmp_path):
         assert (made / ".owner").read_text() == str(__import__("os").getpid())
     finally:
         __import__("shutil").rmtree(made, ignore_errors=True)
+
+
+
+def test_another_users_stale_exchange_is_left_to_them(tmp_path):
+    """/dev/shm is shared and sticky: a user beside root's runs crashed (PermissionError) on
+    removing the exchange link a killed run of root's had left there. An exchange whose link
+    or folder another user owns is now left to that user, whoever looks."""
+    import os
+    import subprocess
+    import sys
+    probe = layout.memory_exchange(tmp_path)
+    if probe is None or os.geteuid() != 0:
+        pytest.skip("needs /dev/shm and root, to leave an exchange of another user's there")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = probe.parent / "kforge-exchange-another-users-killed-run"
+    stale.unlink(missing_ok=True)
+    stale.symlink_to(f"/proc/{dead.pid}/root/dev/shm/kforge-exchange")
+    os.lchown(stale, 65534, 65534)
+    made = layout.make_memory_exchange(tmp_path)
+    try:
+        assert stale.is_symlink()                        # its owner's to remove, not ours
+        assert (made / ".owner").read_text() == str(os.getpid())
+    finally:
+        stale.unlink(missing_ok=True)
+        layout.remove_exchange(made)

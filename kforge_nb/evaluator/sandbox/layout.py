@@ -158,9 +158,11 @@ def make_memory_exchange(folder: Path) -> Path | None:
     if place is None:
         return None
     for stale in place.parent.glob("kforge-exchange-*"):
-        owner = exchange_owner(stale)
+        owner = exchange_owner(stale) if owned_by_us(stale) else None
         if owner is None:
-            continue                 # another user's, one being made, or unreadable: not ours
+            # another user's (/dev/shm is shared and sticky: removing it would fail, and did
+            # for a user beside root's runs), one being made, or unreadable: not ours
+            continue
         try:
             os.kill(owner, 0)
         except ProcessLookupError:
@@ -170,6 +172,14 @@ def make_memory_exchange(folder: Path) -> Path | None:
     place.mkdir(mode=0o700, exist_ok=True)
     (place / ".owner").write_text(str(os.getpid()))
     return place
+
+
+def owned_by_us(place: Path) -> bool:
+    """Whether this user owns the link or folder itself (not what it points to)."""
+    try:
+        return place.lstat().st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def remove_exchange(place: Path) -> None:
