@@ -69,14 +69,8 @@ def test_the_exported_kernel_is_judged_as_the_run_judged_it(tmp_path):
                    check=True, timeout=120)
     assert reference.read_text() == GATHER
 
-    refused = kforge_eval(reference, best, "--target", "cpp", cwd=tmp_path)
-    assert refused.returncode == 1, refused.stderr
+    refused, accepted = refused_then_as_judged(reference, best, "index", tmp_path)
     assert "rejected" in refused.stdout and "aten.index" in refused.stdout
-    assert ("judged it with --target cpp --allow index: kforge eval --as-judged judges it the "
-            "same way") in refused.stdout
-
-    accepted = kforge_eval(reference, best, "--as-judged", cwd=tmp_path)
-    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert "judging as the run did (best_candidate.py's kforge-judged-with line): --target " \
         "cpp --allow index" in accepted.stderr
     assert accepted.stdout.startswith("correct")
@@ -149,12 +143,18 @@ def test_an_op_kept_by_name_is_refused_before_it_runs_and_judged_as_the_run_did(
     reference = tmp_path / "reference.py"
     reference.write_text(BILINEAR)
 
-    refused = kforge_eval(reference, best, "--target", "cpp", cwd=tmp_path)
-    assert refused.returncode == 1, refused.stderr
+    refused, accepted = refused_then_as_judged(reference, best, "bilinear", tmp_path)
     assert "torch-compute-in-forward" in refused.stdout and "F.bilinear()" in refused.stdout
-    assert ("judged it with --target cpp --allow bilinear: kforge eval --as-judged judges it "
-            "the same way") in refused.stdout
-
-    accepted = kforge_eval(reference, best, "--as-judged", cwd=tmp_path)
-    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert accepted.stdout.startswith("correct")
+
+
+def refused_then_as_judged(reference, best, allowed: str, folder):
+    """`kforge eval` of the run's best without its flags (refused, and pointed at the file's
+    kforge-judged-with line), then with --as-judged (accepted): both processes."""
+    refused = kforge_eval(reference, best, "--target", "cpp", cwd=folder)
+    assert refused.returncode == 1, refused.stderr
+    assert (f"judged it with --target cpp --allow {allowed}: kforge eval --as-judged judges it "
+            "the same way") in refused.stdout
+    accepted = kforge_eval(reference, best, "--as-judged", cwd=folder)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    return refused, accepted
